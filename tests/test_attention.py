@@ -1,0 +1,207 @@
+"""scaled_dot_product_attention, masks and head reshapes against independent references."""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import mha
+from conftest import randn
+
+TOL = {torch.float32: 1e-5, torch.float64: 1e-12}
+
+
+def loop_attention(q, k, v, scale):
+    """Reference: one query at a time, plain Python softmax."""
+    out = torch.zeros(q.shape[0], v.shape[1], dtype=q.dtype)
+    weights = torch.zeros(q.shape[0], k.shape[0], dtype=q.dtype)
+    for i in range(q.shape[0]):
+        logits = [float(q[i] @ k[j]) * scale for j in range(k.shape[0])]
+        top = max(logits)
+        exps = [math.exp(x - top) for x in logits]
+        total = sum(exps)
+        for j, e in enumerate(exps):
+            weights[i, j] = e / total
+            out[i] += (e / total) * v[j]
+    return out, weights
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("T,S,dh", [(1, 1, 1), (3, 5, 4), (7, 7, 8)])
+def test_matches_loop(dtype, T, S, dh):
+    q, k, v = randn(T, dh, seed=1, dtype=dtype), randn(S, dh, seed=2, dtype=dtype), randn(S, 3, seed=3, dtype=dtype)
+    out, w = mha.scaled_dot_product_attention(q, k, v)
+    ref_out, ref_w = loop_attention(q, k, v, 1 / math.sqrt(dh))
+    assert torch.allclose(out, ref_out, atol=TOL[dtype])
+    assert torch.allclose(w, ref_w, atol=TOL[dtype])
+
+
+def test_hand_worked_numbers():
+    # q·k = [0, 2] scaled by 1/√2 -> softmax([0, √2]) = [1/(1+e^√2), e^√2/(1+e^√2)]
+    q = torch.tensor([[1.0, 1.0]], dtype=torch.float64)
+    k = torch.tensor([[1.0, -1.0], [1.0, 1.0]], dtype=torch.float64)
+    v = torch.tensor([[10.0], [20.0]], dtype=torch.float64)
+    out, w = mha.scaled_dot_product_attention(q, k, v)
+    p = math.exp(math.sqrt(2)) / (1 + math.exp(math.sqrt(2)))
+    assert w[0, 1].item() == pytest.approx(p, abs=1e-15)
+    assert out[0, 0].item() == pytest.approx(10 * (1 - p) + 20 * p, abs=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("mask_kind", [None, "bool", "float", "causal"])
+def test_matches_torch_sdpa(device, dtype, mask_kind):
+    q, k, v = (randn(2, 3, 6, 8, seed=s, dtype=dtype, device=device) for s in (1, 2, 3))
+    mask = None
+    if mask_kind == "bool":
+        mask = randn(2, 1, 6, 6, seed=4, device=device) > -0.5
+        mask[..., 0] = True  # keep every row non-empty for the reference
+    elif mask_kind == "float":
+        mask = randn(6, 6, seed=5, dtype=dtype, device=device)
+    elif mask_kind == "causal":
+        mask = mha.causal_mask(6, device=device)
+    out, _ = mha.scaled_dot_product_attention(q, k, v, mask)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert torch.allclose(out, ref, atol=TOL[dtype] * 10)
+
+
+def test_custom_scale_matches_torch():
+    q, k, v = (randn(4, 5, seed=s) for s in (1, 2, 3))
+    out, _ = mha.scaled_dot_product_attention(q, k, v, scale=0.3)
+    assert torch.allclose(out, F.scaled_dot_product_attention(q, k, v, scale=0.3), atol=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_rows_sum_to_one(seed):
+    q, k, v = randn(2, 4, 5, 8, seed=seed), randn(2, 4, 7, 8, seed=seed + 10), randn(2, 4, 7, 8, seed=seed + 20)
+    _, w = mha.scaled_dot_product_attention(q, k, v)
+    assert w.shape == (2, 4, 5, 7)
+    assert torch.allclose(w.sum(-1), torch.ones(2, 4, 5), atol=1e-6)
+    assert (w >= 0).all()
+
+
+@pytest.mark.parametrize("magnitude", [1e2, 1e4])
+def test_extreme_logits_stay_finite(magnitude):
+    q = torch.full((3, 4), magnitude)
+    k = torch.tensor([[1.0] * 4, [-1.0] * 4, [0.5] * 4])
+    v = torch.eye(3)
+    out, w = mha.scaled_dot_product_attention(q, k, v)
+    assert torch.isfinite(out).all() and torch.isfinite(w).all()
+    assert torch.allclose(w[:, 0], torch.ones(3))  # the largest logit takes all the weight
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_fully_masked_row_gives_zeros_and_finite_gradients(kind):
+    q, k, v = (randn(3, 4, seed=s).requires_grad_() for s in (1, 2, 3))
+    allowed = torch.tensor([[True, True, True], [False, False, False], [True, False, False]])
+    mask = allowed if kind == "bool" else torch.zeros(3, 3).masked_fill(~allowed, float("-inf"))
+    out, w = mha.scaled_dot_product_attention(q, k, v, mask)
+    assert torch.equal(out[1], torch.zeros(4)) and torch.equal(w[1], torch.zeros(3))
+    assert torch.allclose(w[2], torch.tensor([1.0, 0.0, 0.0]))
+    out.sum().backward()
+    for t in (q, k, v):
+        assert torch.isfinite(t.grad).all()
+
+
+def test_gradients_flow():
+    q, k, v = (randn(2, 5, 4, seed=s, dtype=torch.float64).requires_grad_() for s in (1, 2, 3))
+    assert torch.autograd.gradcheck(lambda a, b, c: mha.scaled_dot_product_attention(a, b, c)[0], (q, k, v))
+
+
+def test_causal_mask():
+    assert torch.equal(mha.causal_mask(3), torch.tensor([[1, 0, 0], [1, 1, 0], [1, 1, 1]], dtype=torch.bool))
+    # The last 2 queries of a 4-token sequence see keys up to their own position.
+    assert torch.equal(mha.causal_mask(2, 4), torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.bool))
+
+
+@pytest.mark.parametrize("num_heads", [1, 2, 3, 6])
+def test_split_merge_round_trip(num_heads):
+    x = randn(2, 5, 12, seed=num_heads)
+    heads = mha.split_heads(x, num_heads)
+    assert heads.shape == (2, num_heads, 5, 12 // num_heads)
+    # Head h holds features h·Dh .. (h+1)·Dh of every token.
+    dh = 12 // num_heads
+    for h in range(num_heads):
+        assert torch.equal(heads[:, h], x[..., h * dh:(h + 1) * dh])
+    assert torch.equal(mha.merge_heads(heads), x)
+
+
+def test_average_heads():
+    w = torch.stack([torch.eye(3), torch.ones(3, 3) / 3])[None]  # (1, 2, 3, 3)
+    assert torch.allclose(mha.average_heads(w)[0], (torch.eye(3) + 1 / 3) / 2)
+
+
+# --- bad input: each mistake a learner makes gets a message naming the argument ---
+
+def test_error_non_floating():
+    x = torch.ones(2, 3, dtype=torch.long)
+    with pytest.raises(TypeError, match=r"q must be a floating-point tensor .* found torch.int64"):
+        mha.scaled_dot_product_attention(x, x, x)
+
+
+def test_error_not_a_tensor():
+    with pytest.raises(TypeError, match="q must be a torch.Tensor, found list"):
+        mha.scaled_dot_product_attention([[1.0]], torch.ones(1, 1), torch.ones(1, 1))
+
+
+def test_error_rank():
+    with pytest.raises(ValueError, match=r"k must have at least 2 dimensions, found shape \(3,\)"):
+        mha.scaled_dot_product_attention(torch.ones(2, 3), torch.ones(3), torch.ones(3))
+
+
+def test_error_last_dim_mismatch():
+    with pytest.raises(ValueError, match=r"q and k must have the same last dimension \(head_dim\), found q \(2, 3\) and k \(4, 5\)"):
+        mha.scaled_dot_product_attention(torch.ones(2, 3), torch.ones(4, 5), torch.ones(4, 5))
+
+
+def test_error_kv_length_mismatch():
+    with pytest.raises(ValueError, match="k and v must have the same length S"):
+        mha.scaled_dot_product_attention(torch.ones(2, 3), torch.ones(4, 3), torch.ones(5, 3))
+
+
+def test_error_batch_dims():
+    with pytest.raises(ValueError, match="leading .* must broadcast"):
+        mha.scaled_dot_product_attention(torch.ones(2, 2, 3), torch.ones(3, 4, 3), torch.ones(3, 4, 3))
+
+
+def test_error_dtype_mismatch():
+    with pytest.raises(TypeError, match="q, k and v must share a dtype"):
+        mha.scaled_dot_product_attention(torch.ones(2, 3), torch.ones(4, 3, dtype=torch.float64), torch.ones(4, 3))
+
+
+def test_error_mask_shape():
+    x = torch.ones(2, 4, 3)
+    with pytest.raises(ValueError, match=r"mask must broadcast to \(\.\.\., T, S\) = \(2, 4, 4\), found shape \(3, 4\)"):
+        mha.scaled_dot_product_attention(x, x, x, torch.ones(3, 4, dtype=torch.bool))
+
+
+def test_error_mask_nan():
+    x = torch.ones(4, 3)
+    mask = torch.zeros(4, 4)
+    mask[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="mask must not contain NaN"):
+        mha.scaled_dot_product_attention(x, x, x, mask)
+
+
+def test_error_mask_dtype():
+    x = torch.ones(4, 3)
+    with pytest.raises(TypeError, match="mask must be a bool tensor .* found torch.int64"):
+        mha.scaled_dot_product_attention(x, x, x, torch.ones(4, 4, dtype=torch.long))
+
+
+@pytest.mark.parametrize("args,exc,msg", [
+    ((0,), ValueError, "T must be a positive int, found 0"),
+    ((2.5,), TypeError, r"T must be a positive int, found float \(2.5\)"),
+    ((4, 2), ValueError, r"S \(2\) must be >= T \(4\)"),
+])
+def test_error_causal_mask(args, exc, msg):
+    with pytest.raises(exc, match=msg):
+        mha.causal_mask(*args)
+
+
+def test_error_split_heads():
+    with pytest.raises(ValueError, match=r"d_model \(10\) must be divisible by num_heads \(3\)"):
+        mha.split_heads(torch.ones(1, 2, 10), 3)
+    with pytest.raises(ValueError, match=r"x must have shape \(B, T, D\)"):
+        mha.split_heads(torch.ones(1, 1, 2, 10), 2)
+    with pytest.raises(ValueError, match=r"x must have shape \(B, H, T, Dh\)"):
+        mha.merge_heads(torch.ones(1, 1, 1, 2, 10))

@@ -1,0 +1,289 @@
+"""Attention modules against torch.nn.MultiheadAttention, F.scaled_dot_product_attention and each other."""
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings, strategies as st
+from torch import nn
+
+import mha
+from conftest import randn
+
+TOL = {torch.float32: 1e-5, torch.float64: 1e-12}
+
+
+def torch_pair(d_model, num_heads, bias=True, dtype=torch.float32, device="cpu", batch_first=True, seed=0):
+    torch.manual_seed(seed)
+    ref = nn.MultiheadAttention(d_model, num_heads, bias=bias, batch_first=batch_first).to(device, dtype).eval()
+    return ref, mha.MultiHeadAttention.from_torch(ref).eval()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("d_model,num_heads", [(8, 1), (12, 3), (32, 4)])
+def test_matches_nn_multihead_attention(device, dtype, bias, d_model, num_heads):
+    ref, ours = torch_pair(d_model, num_heads, bias, dtype, device)
+    x = randn(2, 5, d_model, seed=1, dtype=dtype, device=device)
+    ref_out, ref_w = ref(x, x, x, average_attn_weights=False)
+    out, w = ours(x)
+    assert torch.allclose(out, ref_out, atol=TOL[dtype])
+    assert torch.allclose(w, ref_w, atol=TOL[dtype])
+    fast, none = ours(x, need_weights=False)
+    assert none is None and torch.allclose(fast, ref_out, atol=TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cross_attention_with_masks(device, dtype):
+    """S != T, causal-style mask and key padding, against nn.MultiheadAttention's opposite bool convention."""
+    ref, ours = torch_pair(16, 4, dtype=dtype, device=device, seed=3)
+    query = randn(3, 4, 16, seed=1, dtype=dtype, device=device)
+    memory = randn(3, 6, 16, seed=2, dtype=dtype, device=device)
+    may_attend = mha.causal_mask(4, 6, device=device)  # (T, S), True = may attend
+    padding = torch.zeros(3, 6, dtype=torch.bool, device=device)
+    padding[1, 4:] = True  # the last two keys of example 1 are padding
+    ref_out, ref_w = ref(query, memory, memory, attn_mask=~may_attend, key_padding_mask=padding,
+                         average_attn_weights=False)
+    for need_weights in (True, False):
+        out, w = ours(query, memory, mask=may_attend, key_padding_mask=padding, need_weights=need_weights)
+        assert torch.allclose(out, ref_out, atol=TOL[dtype])
+    out, w = ours(query, memory, mask=may_attend, key_padding_mask=padding)
+    assert torch.allclose(w, ref_w, atol=TOL[dtype])
+    assert torch.equal(w[1, :, :, 4:], torch.zeros_like(w[1, :, :, 4:]))
+
+
+def test_float_mask_matches_torch():
+    ref, ours = torch_pair(8, 2, seed=4)
+    x = randn(2, 5, 8, seed=5)
+    additive = randn(5, 5, seed=6)
+    ref_out, _ = ref(x, x, x, attn_mask=additive)
+    for need_weights in (True, False):
+        assert torch.allclose(ours(x, mask=additive, need_weights=need_weights)[0], ref_out, atol=1e-5)
+
+
+def test_batch_first_false_and_round_trip():
+    ref, ours = torch_pair(12, 3, batch_first=False, seed=7)
+    x = randn(2, 5, 12, seed=8)
+    ref_out, _ = ref(x.transpose(0, 1), x.transpose(0, 1), x.transpose(0, 1))
+    assert torch.allclose(ours(x)[0], ref_out.transpose(0, 1), atol=1e-5)
+    back = ours.to_torch(batch_first=True).eval()
+    assert back.batch_first
+    assert torch.allclose(back(x, x, x)[0], ours(x)[0], atol=1e-6)
+    for name, p in ref.named_parameters():
+        assert torch.equal(p, dict(back.named_parameters())[name])
+
+
+def test_to_torch_without_bias():
+    ours = mha.MultiHeadAttention(8, 2, bias=False)
+    back = ours.to_torch()
+    assert back.in_proj_bias is None and back.out_proj.bias is None
+    x = randn(1, 3, 8, seed=1)
+    assert torch.allclose(back(x, x, x)[0], ours(x)[0], atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("bias", [True, False])
+def test_looped_equals_batched(device, dtype, bias):
+    torch.manual_seed(0)
+    batched = mha.MultiHeadAttention(12, 3, bias=bias).to(device, dtype)
+    looped = mha.LoopedMultiHeadAttention.from_multi_head(batched)
+    x, memory = randn(2, 4, 12, seed=1, dtype=dtype, device=device), randn(2, 6, 12, seed=2, dtype=dtype, device=device)
+    padding = torch.tensor([[False] * 6, [False] * 3 + [True] * 3], device=device)
+    for kwargs in ({}, {"mask": mha.causal_mask(4, 6, device=device), "key_padding_mask": padding}):
+        out_b, w_b = batched(x, memory, **kwargs)
+        out_l, w_l = looped(x, memory, **kwargs)
+        assert torch.allclose(out_b, out_l, atol=TOL[dtype])
+        assert torch.allclose(w_b, w_l, atol=TOL[dtype])
+
+
+def test_looped_from_torch():
+    ref, _ = torch_pair(8, 4, seed=2)
+    looped = mha.LoopedMultiHeadAttention.from_torch(ref)
+    x = randn(1, 5, 8, seed=3)
+    assert torch.allclose(looped(x)[0], ref(x, x, x)[0], atol=1e-6)
+
+
+def test_single_head_attention_is_one_head_mha():
+    torch.manual_seed(1)
+    batched = mha.MultiHeadAttention(6, 1)
+    single = mha.SingleHeadAttention(6)
+    looped = mha.LoopedMultiHeadAttention.from_multi_head(batched)
+    single.head.load_state_dict(looped.heads[0].state_dict())
+    single.out_proj.load_state_dict(batched.out_proj.state_dict())
+    x = randn(2, 4, 6, seed=2)
+    out, w = single(x)
+    out_b, w_b = batched(x)
+    assert w.shape == (2, 4, 4)
+    assert torch.allclose(out, out_b, atol=1e-6) and torch.allclose(w, w_b[:, 0], atol=1e-6)
+    assert mha.SingleHeadAttention(6, head_dim=2)(x)[0].shape == (2, 4, 6)
+
+
+def test_gqa_with_all_kv_heads_is_mha(device):
+    torch.manual_seed(2)
+    mha_module = mha.MultiHeadAttention(16, 4).to(device)
+    gqa = mha.GroupedQueryAttention(16, 4, num_kv_heads=4).to(device)
+    gqa.load_state_dict(mha_module.state_dict())
+    x = randn(2, 5, 16, seed=3, device=device)
+    assert torch.allclose(gqa(x)[0], mha_module(x)[0], atol=1e-6)
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2])
+def test_gqa_against_loop_over_heads(num_kv_heads):
+    """Query head i must use key/value head i // (H / G); with G = 1 every head shares one (MQA)."""
+    torch.manual_seed(3)
+    gqa = mha.GroupedQueryAttention(16, 4, num_kv_heads=num_kv_heads).double()
+    x = randn(2, 5, 16, seed=4, dtype=torch.float64)
+    out, w = gqa(x)
+    dh, group = 4, 4 // num_kv_heads
+    q = gqa.q_proj(x)
+    k, v = gqa.k_proj(x), gqa.v_proj(x)
+    contexts = []
+    for head in range(4):
+        kv = head // group
+        q_h = q[..., head * dh:(head + 1) * dh]
+        k_h, v_h = k[..., kv * dh:(kv + 1) * dh], v[..., kv * dh:(kv + 1) * dh]
+        ctx, w_h = mha.scaled_dot_product_attention(q_h, k_h, v_h)
+        assert torch.allclose(w_h, w[:, head], atol=1e-12)
+        contexts.append(ctx)
+    assert torch.allclose(out, gqa.out_proj(torch.cat(contexts, -1)), atol=1e-12)
+    if num_kv_heads == 1:  # MQA: every head's keys are the same
+        assert gqa.k_proj.weight.shape == (4, 16)
+
+
+@pytest.mark.parametrize("num_heads,num_kv_heads", [(4, 4), (4, 2), (4, 1)])
+@pytest.mark.parametrize("chunks", [[1] * 7, [3, 1, 1, 2]])
+def test_kv_cache_decoding_equals_full_causal_pass(device, num_heads, num_kv_heads, chunks):
+    torch.manual_seed(4)
+    module = mha.GroupedQueryAttention(16, num_heads, num_kv_heads).to(device).double()
+    x = randn(2, 7, 16, seed=5, dtype=torch.float64, device=device)
+    full, full_w = module(x, mask=mha.causal_mask(7, device=device))
+    cache = module.new_cache(batch_size=2, max_seq_len=7)
+    outputs, start = [], 0
+    for size in chunks:
+        out, w = module.decode_step(x[:, start:start + size], cache, need_weights=True)
+        assert torch.allclose(w, full_w[:, :, start:start + size, :start + size], atol=1e-12)
+        outputs.append(out)
+        start += size
+    assert cache.length == 7
+    assert torch.allclose(torch.cat(outputs, dim=1), full, atol=1e-12)
+    assert cache.nbytes == mha.kv_cache_bytes(2, 7, 1, num_kv_heads, 4, bytes_per_element=8)
+
+
+def test_kv_cache_errors():
+    cache = mha.KVCache(1, 2, 2, 4)
+    with pytest.raises(ValueError, match=r"k must have shape \(B, G, T_new, Dh\)"):
+        cache.append(torch.zeros(1, 3, 1, 4), torch.zeros(1, 3, 1, 4))
+    cache.append(torch.zeros(1, 2, 2, 4), torch.zeros(1, 2, 2, 4))
+    with pytest.raises(ValueError, match="the cache holds max_seq_len=2 tokens; it has 2"):
+        cache.append(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4))
+    cache.reset()
+    assert cache.length == 0
+    module = mha.MultiHeadAttention(8, 2)
+    with pytest.raises(TypeError, match="cache must be an mha.KVCache, found dict"):
+        module.decode_step(torch.zeros(1, 1, 8), {})
+
+
+def test_gradients_flow_to_every_parameter():
+    torch.manual_seed(5)
+    for module in (mha.MultiHeadAttention(8, 2), mha.LoopedMultiHeadAttention(8, 2),
+                   mha.GroupedQueryAttention(8, 2, 1), mha.SingleHeadAttention(8)):
+        x = randn(2, 3, 8, seed=6).requires_grad_()
+        out, _ = module(x)
+        out.square().sum().backward()
+        assert torch.isfinite(x.grad).all() and x.grad.abs().sum() > 0
+        for name, p in module.named_parameters():
+            assert p.grad is not None and p.grad.abs().sum() > 0, name
+
+
+def test_fully_padded_example_gives_zero_context():
+    torch.manual_seed(6)
+    module = mha.MultiHeadAttention(8, 2)
+    x = randn(2, 3, 8, seed=7)
+    padding = torch.tensor([[False] * 3, [True] * 3])
+    for need_weights in (True, False):
+        out, _ = module(x, key_padding_mask=padding, need_weights=need_weights)
+        assert torch.isfinite(out).all()
+        # Zero context vectors: only the output bias remains.
+        assert torch.allclose(out[1], module.out_proj.bias.expand(3, 8), atol=1e-6)
+
+
+def test_dropout_only_in_training():
+    torch.manual_seed(7)
+    module = mha.MultiHeadAttention(8, 2, dropout=0.5)
+    x = randn(1, 4, 8, seed=8)
+    module.eval()
+    assert torch.equal(module(x)[0], module(x)[0])
+    module.train()
+    assert not torch.equal(module(x)[0], module(x)[0])
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), seq_len=st.integers(2, 8), num_heads=st.sampled_from([1, 2, 4]))
+def test_permutation_equivariance(seed, seq_len, num_heads):
+    """Without a mask or positions, permuting the tokens permutes the outputs the same way."""
+    torch.manual_seed(seed)
+    module = mha.MultiHeadAttention(8, num_heads).double()
+    x = randn(1, seq_len, 8, seed=seed, dtype=torch.float64)
+    perm = torch.randperm(seq_len, generator=torch.Generator().manual_seed(seed))
+    out, w = module(x)
+    out_p, w_p = module(x[:, perm])
+    assert torch.allclose(out_p, out[:, perm], atol=1e-12)
+    assert torch.allclose(w_p, w[:, :, perm][:, :, :, perm], atol=1e-12)
+
+
+# --- bad input ---
+
+@pytest.mark.parametrize("cls,args,exc,msg", [
+    (mha.MultiHeadAttention, (10, 3), ValueError, r"d_model \(10\) must be divisible by num_heads \(3\)"),
+    (mha.MultiHeadAttention, (0, 1), ValueError, "d_model must be a positive int, found 0"),
+    (mha.MultiHeadAttention, (8, -2), ValueError, "num_heads must be a positive int, found -2"),
+    (mha.MultiHeadAttention, (8.0, 2), TypeError, r"d_model must be a positive int, found float \(8.0\)"),
+    (mha.GroupedQueryAttention, (16, 4, 3), ValueError, r"num_heads \(4\) must be divisible by num_kv_heads \(3\)"),
+    (mha.GroupedQueryAttention, (16, 4, 0), ValueError, "num_kv_heads must be a positive int, found 0"),
+    (mha.LoopedMultiHeadAttention, (10, 4), ValueError, r"d_model \(10\) must be divisible by num_heads \(4\)"),
+    (mha.SingleHeadAttention, (8, 0), ValueError, "head_dim must be a positive int, found 0"),
+])
+def test_constructor_errors(cls, args, exc, msg):
+    with pytest.raises(exc, match=msg):
+        cls(*args)
+
+
+def test_dropout_error():
+    with pytest.raises(ValueError, match=r"dropout must be a float in \[0, 1\), found 1.5"):
+        mha.MultiHeadAttention(8, 2, dropout=1.5)
+
+
+def test_forward_errors():
+    module = mha.MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match=r"query must have shape \(B, T, D\) \(3 dimensions\), found shape \(4, 8\)"):
+        module(torch.zeros(4, 8))
+    with pytest.raises(ValueError, match=r"query must have last dimension 8 \(d_model\), found 6"):
+        module(torch.zeros(1, 4, 6))
+    with pytest.raises(TypeError, match="query must be a floating-point tensor"):
+        module(torch.zeros(1, 4, 8, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"mask must broadcast to \(B, H, T, S\) = \(1, 2, 4, 4\), found shape \(4, 5\)"):
+        module(torch.zeros(1, 4, 8), mask=torch.ones(4, 5, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(B, S\) = \(1, 4\), found \(4,\)"):
+        module(torch.zeros(1, 4, 8), key_padding_mask=torch.zeros(4, dtype=torch.bool))
+    with pytest.raises(TypeError, match="key_padding_mask must be a bool tensor .* found torch.float32"):
+        module(torch.zeros(1, 4, 8), key_padding_mask=torch.zeros(1, 4))
+    with pytest.raises(ValueError, match="key and value must share"):
+        module(torch.zeros(1, 4, 8), torch.zeros(1, 5, 8), torch.zeros(1, 6, 8))
+    with pytest.raises(ValueError, match="query and key must share the batch size"):
+        module(torch.zeros(1, 4, 8), torch.zeros(2, 5, 8))
+
+
+def test_from_torch_errors():
+    with pytest.raises(TypeError, match="m must be a torch.nn.MultiheadAttention, found Linear"):
+        mha.MultiHeadAttention.from_torch(nn.Linear(2, 2))
+    with pytest.raises(ValueError, match="kdim = vdim = embed_dim"):
+        mha.MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, kdim=4, vdim=4))
+    with pytest.raises(TypeError, match="m must be an mha.MultiHeadAttention"):
+        mha.LoopedMultiHeadAttention.from_multi_head(nn.Linear(2, 2))
+
+
+@pytest.mark.cuda
+def test_runs_on_cuda():
+    device = mha.get_device()
+    assert device.type == "cuda"
+    ref, ours = torch_pair(32, 4, device=device)
+    x = randn(2, 16, 32, seed=1, device=device)
+    assert torch.allclose(ours(x, need_weights=False)[0], ref(x, x, x)[0], atol=1e-4)
