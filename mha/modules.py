@@ -231,10 +231,25 @@ class GroupedQueryAttention(nn.Module):
         query, key, value = _resolve_qkv(query, key, value, self.d_model)
         (batch_size, seq_len, _), key_len = query.shape, key.shape[1]
         mask = combine_masks(mask, key_padding_mask, batch_size, self.num_heads, seq_len, key_len, query.dtype)
-        q = split_heads(self.q_proj(query), self.num_heads)  # (B, H, T, Dh)
-        k = split_heads(self.k_proj(key), self.num_kv_heads)  # (B, G, S, Dh)
-        v = split_heads(self.v_proj(value), self.num_kv_heads)  # (B, G, S, Dh)
+        if key is query and value is query:
+            q, k, v = self._project_fused(query)  # (B, T, D), (B, T, G*Dh), (B, T, G*Dh)
+        else:
+            q, k, v = self.q_proj(query), self.k_proj(key), self.v_proj(value)
+        q = split_heads(q, self.num_heads)  # (B, H, T, Dh)
+        k = split_heads(k, self.num_kv_heads)  # (B, G, S, Dh)
+        v = split_heads(v, self.num_kv_heads)  # (B, G, S, Dh)
         return self._attend(q, k, v, mask, need_weights)
+
+    def _project_fused(self, x):
+        """Q, K and V of self-attention in one matmul: the same numbers as three separate ones,
+        but one large matrix product keeps the CPU/GPU busier than three smaller ones."""
+        weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (D + 2*G*Dh, D)
+        bias = None
+        if self.q_proj.bias is not None:
+            bias = torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])  # (D + 2*G*Dh,)
+        qkv = F.linear(x, weight, bias)  # (B, T, D + 2*G*Dh)
+        kv_dim = self.num_kv_heads * self.head_dim
+        return qkv.split([self.d_model, kv_dim, kv_dim], dim=-1)
 
     def _attend(self, q, k, v, mask, need_weights):
         """Shapes: q (B, H, T, Dh), k/v (B, G, S, Dh). Returns output (B, T, D), weights or None."""
@@ -281,9 +296,10 @@ class GroupedQueryAttention(nn.Module):
         if not isinstance(cache, KVCache):
             raise TypeError(f"cache must be an mha.KVCache, found {type(cache).__name__}")
         new_len = x.shape[1]
-        q = split_heads(self.q_proj(x), self.num_heads)  # (B, H, T_new, Dh)
-        k_new = split_heads(self.k_proj(x), self.num_kv_heads)  # (B, G, T_new, Dh)
-        v_new = split_heads(self.v_proj(x), self.num_kv_heads)  # (B, G, T_new, Dh)
+        q, k_new, v_new = self._project_fused(x)
+        q = split_heads(q, self.num_heads)  # (B, H, T_new, Dh)
+        k_new = split_heads(k_new, self.num_kv_heads)  # (B, G, T_new, Dh)
+        v_new = split_heads(v_new, self.num_kv_heads)  # (B, G, T_new, Dh)
         k, v = cache.append(k_new, v_new)  # (B, G, S, Dh) each
         mask = causal_mask(new_len, k.shape[2], device=x.device)  # (T_new, S)
         return self._attend(q, k, v, mask, need_weights)
