@@ -15,8 +15,11 @@ from .modules import (
 
 # Chapter modules load on first use (``mha.experiments``, ``mha.widgets``, ...), so that
 # ``import mha`` stays light and never imports matplotlib or ipywidgets.
-_SUBMODULES = {"experiments", "merging", "plotting", "pretrained", "widgets", "worked"}
-_LAZY_NAMES = {"worked_example": "worked"}
+_SUBMODULES = {
+    "configs", "encoder", "experiments", "merging", "perf", "plotting", "pretrained", "scaling",
+    "single_head", "softmax_demo", "widgets", "worked",
+}
+_LAZY_NAMES = {"worked_example": "worked", "EncoderLayer": "encoder"}
 
 
 def __getattr__(name):
@@ -30,7 +33,7 @@ def __getattr__(name):
 
 
 __all__ = [
-    "AttentionHead", "GroupedQueryAttention", "KVCache", "LoopedMultiHeadAttention", "MultiHeadAttention",
+    "AttentionHead", "EncoderLayer", "GroupedQueryAttention", "KVCache", "LoopedMultiHeadAttention", "MultiHeadAttention",
     "SingleHeadAttention", "attention_flops", "attention_flops_breakdown", "attention_params",
     "average_heads", "causal_mask", "get_device", "kv_cache_bytes", "masked_softmax", "merge_heads",
     "scaled_dot_product_attention", "split_heads",

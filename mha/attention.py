@@ -103,7 +103,7 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
             scores = scores + mask
     # Subtracting the row maximum keeps exp() in range for logits of any size (e.g. 1e4);
     # softmax is unchanged by it, so no gradient needs to flow through the maximum.
-    row_max = scores.amax(dim=-1, keepdim=True).detach()  # (..., T, 1)
+    row_max = scores.detach().amax(dim=-1, keepdim=True)  # (..., T, 1)
     row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
     exp_scores = torch.exp(scores - row_max)  # (..., T, S); blocked entries are exactly 0
     denom = exp_scores.sum(dim=-1, keepdim=True)  # (..., T, 1); 0 only for fully masked rows

@@ -73,6 +73,31 @@ def combine_masks(mask, key_padding_mask, batch_size, num_heads, seq_len, key_le
     return mask.masked_fill(~keep, float("-inf"))
 
 
+class _FusedLinear(torch.autograd.Function):
+    """``x @ cat(W_1, ..., W_n)ᵀ + b`` that keeps the separate weights, not their concatenation,
+    for the backward pass (a plain ``F.linear(x, torch.cat(...))`` would save a D x 3D copy)."""
+
+    @staticmethod
+    def forward(ctx, x, bias, *weights):
+        ctx.save_for_backward(x, *weights)
+        ctx.has_bias = bias is not None
+        return F.linear(x, torch.cat(weights), bias)  # (..., sum of output sizes)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, *weights = ctx.saved_tensors
+        grad_x = grad_bias = None
+        if ctx.needs_input_grad[0]:
+            grad_x = grad @ torch.cat(weights)  # (..., D); the concatenation lives only here
+        grad_2d, x_2d = grad.reshape(-1, grad.shape[-1]), x.reshape(-1, x.shape[-1])
+        if ctx.has_bias and ctx.needs_input_grad[1]:
+            grad_bias = grad_2d.sum(0)
+        grad_weights = [None] * len(weights)
+        if any(ctx.needs_input_grad[2:]):
+            grad_weights = list((grad_2d.T @ x_2d).split([w.shape[0] for w in weights]))
+        return (grad_x, grad_bias, *grad_weights)
+
+
 class AttentionHead(nn.Module):
     """One head: its own W_Q, W_K, W_V (each d_model x head_dim) and scaled dot-product attention."""
 
@@ -242,12 +267,15 @@ class GroupedQueryAttention(nn.Module):
 
     def _project_fused(self, x):
         """Q, K and V of self-attention in one matmul: the same numbers as three separate ones,
-        but one large matrix product keeps the CPU/GPU busier than three smaller ones."""
-        weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (D + 2*G*Dh, D)
+        but one large matrix product keeps the CPU/GPU busier than three smaller ones.
+
+        Returns: q (B, T, D), k (B, T, G*Dh), v (B, T, G*Dh).
+        """
+        weights = (self.q_proj.weight, self.k_proj.weight, self.v_proj.weight)
         bias = None
         if self.q_proj.bias is not None:
             bias = torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])  # (D + 2*G*Dh,)
-        qkv = F.linear(x, weight, bias)  # (B, T, D + 2*G*Dh)
+        qkv = _FusedLinear.apply(x, bias, *weights)  # (B, T, D + 2*G*Dh)
         kv_dim = self.num_kv_heads * self.head_dim
         return qkv.split([self.d_model, kv_dim, kv_dim], dim=-1)
 

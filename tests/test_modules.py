@@ -287,3 +287,19 @@ def test_runs_on_cuda():
     ref, ours = torch_pair(32, 4, device=device)
     x = randn(2, 16, 32, seed=1, device=device)
     assert torch.allclose(ours(x, need_weights=False)[0], ref(x, x, x)[0], atol=1e-4)
+
+
+def test_fused_projection_gradients_match_separate_projections():
+    """Self-attention projects Q, K, V in one matmul with a custom backward; it must agree exactly."""
+    torch.manual_seed(8)
+    for module in (mha.MultiHeadAttention(8, 2).double(), mha.GroupedQueryAttention(8, 4, 2, bias=False).double()):
+        x = randn(2, 3, 8, seed=9, dtype=torch.float64).requires_grad_()
+        assert torch.autograd.gradcheck(lambda t: module(t)[0], (x,))
+        fused_out = module(x)[0]
+        separate_out = module(x, x.clone(), x.clone())[0]  # distinct tensors: three separate projections
+        assert torch.allclose(fused_out, separate_out, atol=1e-12)
+        grads_fused = torch.autograd.grad(fused_out.sum(), [x, *module.parameters()])
+        y = x.detach().clone().requires_grad_()
+        grads_separate = torch.autograd.grad(module(y, y * 1, y * 1)[0].sum(), [y, *module.parameters()])
+        for a, b in zip(grads_fused, grads_separate):
+            assert torch.allclose(a, b, atol=1e-12)
