@@ -1,11 +1,27 @@
 # The two commands a new user needs: `make book` and `make test`.
 # Both create .venv and install requirements.txt (mha included, editable) when needed.
+# The browser tests (tests/test_browser*.py) run after the book is built.
+#
+#   make book             build the HTML book from the stored outputs (_build/html/index.html)
+#   make test             unit tests, nbval over every chapter (CPU), the book build, the offline browser test
+#   make notebooks        re-execute every chapter on the CPU and store its outputs (after changing code)
+#   make check-notebooks  prove `make notebooks` would change no text output (writes nothing)
+#   MHA_DEVICE=cuda make test-gpu   unit tests and nbval with every chapter computing on CUDA
+#   make budget           time nbval per chapter and the book build against the course's budget
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
+NBVAL := $(PY) -m pytest -p no:cacheprovider --nbval --nbval-current-env \
+	--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=300
 
-.PHONY: install book test unit clean
+# Chapters compute on the CPU unless MHA_DEVICE says otherwise (test-gpu requires cuda).
+MHA_DEVICE ?= cpu
+export MHA_DEVICE
+export TQDM_DISABLE := 1
+
+.PHONY: install book notebooks check-notebooks unit nbval browser test test-gpu budget clean
 
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,10 +35,41 @@ book: install
 	$(VENV)/bin/jupyter-book build --all -W -n --keep-going .
 	@echo "Book built: $(CURDIR)/_build/html/index.html"
 
-unit: install
-	$(PY) -m pytest tests
+notebooks: install
+	$(PY) scripts/execute_notebooks.py $(NOTEBOOKS)
 
-test: unit
+check-notebooks: install
+	$(PY) scripts/execute_notebooks.py --check $(NOTEBOOKS)
+
+unit: install
+	$(PY) -m pytest -p no:cacheprovider tests --ignore-glob='*/test_browser*.py'
+
+nbval: install
+	$(NBVAL) $(NOTEBOOKS)
+	@$(PY) scripts/nbval_cells.py $(NOTEBOOKS)
+
+browser: book
+	$(PY) -m pytest -p no:cacheprovider -rs tests/test_browser*.py
+	@echo "Screenshots: $(CURDIR)/_build/screenshots/"
+
+test: unit nbval book browser
+	@$(PY) scripts/nbval_cells.py $(NOTEBOOKS) | tail -n 1
+
+test-gpu: install
+	@case "$(MHA_DEVICE)" in cuda*) ;; *) echo "make test-gpu runs the chapters on a GPU: use MHA_DEVICE=cuda make test-gpu (MHA_DEVICE is '$(MHA_DEVICE)')"; exit 2;; esac
+	$(PY) scripts/check_gpu.py
+	$(PY) -m pytest -p no:cacheprovider tests --ignore-glob='*/test_browser*.py'
+	$(NBVAL) $(NOTEBOOKS)
+	@$(PY) scripts/nbval_cells.py $(NOTEBOOKS) | tail -n 1
+
+budget: install
+	$(PY) scripts/measure_budget.py
 
 clean:
 	rm -rf _build .pytest_cache
+
+# Benchmarks (issue 9): writes benchmarks/results/<device>.json/.md and explorers-<device>.json/.md
+.PHONY: bench
+bench: install
+	$(PY) -m benchmarks.bench_attention
+	$(PY) -m benchmarks.bench_explorers

@@ -1,12 +1,19 @@
 """Execute chapter notebooks on the CPU and store their outputs (and widget state) in place.
 
-Usage: python scripts/execute_notebooks.py [NOTEBOOK ...]   (default: every book/*.ipynb)
+Usage:
+    python scripts/execute_notebooks.py [NOTEBOOK ...]           # default: every book/*.ipynb
+    python scripts/execute_notebooks.py --check [NOTEBOOK ...]   # run, compare, write nothing
 
 nbval later re-runs each notebook and compares with what this stored, so the book shows
-exactly what was checked. Running it twice in a row changes no text output.
+exactly what was checked. ``--check`` proves the command is idempotent: it executes each
+notebook again exactly as the default mode would, and fails if any text output (streams,
+``text/*``, SVG, JSON, errors) of a cell would change. Cells marked ``# NBVAL_IGNORE_OUTPUT``
+(explorers, timings) are left out of that comparison, as nbval leaves them out.
 """
 from __future__ import annotations
 
+import argparse
+import difflib
 import os
 import sys
 import time
@@ -16,35 +23,101 @@ import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Environment of the kernel: stored outputs are always generated on the CPU, without progress bars.
+KERNEL_ENV = {"MHA_DEVICE": "cpu", "CUDA_VISIBLE_DEVICES": "", "TQDM_DISABLE": "1"}
+TEXT_MIME = ("text/plain", "text/html", "text/markdown", "text/latex", "image/svg+xml", "application/json")
+IGNORE_MARKERS = ("NBVAL_IGNORE_OUTPUT", "NBVAL_SKIP")
+IGNORE_TAGS = ("nbval-ignore-output", "nbval-skip")
 
 
-def execute(path: Path, timeout: int = 600) -> float:
-    nb = nbformat.read(path, as_version=4)
-    env_device = os.environ.get("MHA_DEVICE")
-    os.environ["MHA_DEVICE"] = "cpu"  # stored outputs are always generated on the CPU
-    os.environ.setdefault("TQDM_DISABLE", "1")
+def execute_notebook(nb, path: Path, timeout: int = 600):
+    """Run every cell of ``nb`` (in place) in a fresh kernel started in the notebook's folder."""
+    saved = {name: os.environ.get(name) for name in KERNEL_ENV}
+    os.environ.update(KERNEL_ENV)  # the kernel inherits this process's environment
     try:
-        start = time.perf_counter()
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
                                 resources={"metadata": {"path": str(path.parent)}})
         client.execute()
-        elapsed = time.perf_counter() - start
     finally:
-        if env_device is None:
-            os.environ.pop("MHA_DEVICE", None)
-        else:
-            os.environ["MHA_DEVICE"] = env_device
-    for cell in nb.cells:  # execution counts and timing metadata only add noise to diffs
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    for cell in nb.cells:  # timing metadata only adds noise to diffs
         cell.get("metadata", {}).pop("execution", None)
-    nbformat.write(nb, path)
-    return elapsed
+    return nb
+
+
+def is_ignored(cell) -> bool:
+    lines = cell.source.lstrip().splitlines()
+    first = lines[0] if lines else ""
+    tags = cell.get("metadata", {}).get("tags", [])
+    return any(marker in first for marker in IGNORE_MARKERS) or any(tag in tags for tag in IGNORE_TAGS)
+
+
+def text_outputs(cell) -> list[str]:
+    """What nbval and a reader compare in a cell: its text outputs, as lines."""
+    lines = []
+    for output in cell.get("outputs", []):
+        kind = output["output_type"]
+        if kind == "stream":
+            lines += [f"[{output['name']}] {line}" for line in output["text"].splitlines()]
+        elif kind in ("execute_result", "display_data"):
+            for mime in TEXT_MIME:
+                if mime in output.get("data", {}):
+                    value = output["data"][mime]
+                    value = value if isinstance(value, str) else repr(value)
+                    lines += [f"[{mime}] {line}" for line in value.splitlines()]
+        elif kind == "error":
+            lines.append(f"[error] {output['ename']}: {output['evalue']}")
+    return lines
+
+
+def compare(stored, fresh) -> list[str]:
+    """Differences between the text outputs of two runs of the same notebook (ignored cells skipped)."""
+    problems = []
+    index = 0
+    for old, new in zip(stored.cells, fresh.cells):
+        if old.cell_type != "code":
+            continue
+        index += 1
+        if is_ignored(old):
+            continue
+        a, b = text_outputs(old), text_outputs(new)
+        if a != b:
+            diff = "\n".join(difflib.unified_diff(a, b, "stored", "fresh run", lineterm="", n=1))
+            problems.append(f"code cell {index}:\n{diff}")
+    return problems
 
 
 def main(argv: list[str]) -> int:
-    paths = [Path(p) for p in argv] or sorted((ROOT / "book").glob("*.ipynb"))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="*", type=Path)
+    parser.add_argument("--check", action="store_true",
+                        help="execute and compare text outputs with the stored ones; write nothing")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    args = parser.parse_args(argv)
+    paths = [p.resolve() for p in args.notebooks] or sorted((ROOT / "book").glob("*.ipynb"))
+    failures = 0
     for path in paths:
-        print(f"{path.relative_to(ROOT) if path.is_absolute() else path}: {execute(path.resolve()):.1f} s", flush=True)
-    return 0
+        name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+        stored = nbformat.read(path, as_version=4)
+        fresh = nbformat.read(path, as_version=4)
+        start = time.perf_counter()
+        execute_notebook(fresh, path, timeout=args.timeout)
+        elapsed = time.perf_counter() - start
+        if args.check:
+            problems = compare(stored, fresh)
+            failures += bool(problems)
+            status = "would change:\n" + "\n".join(problems) if problems else "unchanged"
+            print(f"{name}: {elapsed:.1f} s, {status}", flush=True)
+        else:
+            nbformat.write(fresh, path)
+            print(f"{name}: {elapsed:.1f} s", flush=True)
+    if args.check:
+        print(f"{len(paths) - failures} of {len(paths)} notebooks reproduce their stored text outputs")
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,47 @@
+"""The book's own small Sphinx extension (loaded from _config.yml: sphinx: local_extensions).
+
+Jupyter Book 1 with Sphinx 7.4 adds the scripts that extensions register while reading the
+documents (sphinx-thebe, sphinx-togglebutton) twice to every page. The duplicated
+``const THEBE_JS_URL = ...`` is a JavaScript error on every page, and that script also names a
+third-party URL (thebe from a CDN) although this book has no live-code button
+(``launch_buttons: thebe: false``). This extension keeps one copy of each script and leaves
+the unused thebe scripts out, so a page loads only files from the book itself.
+
+It also leaves out the widget state that myst-nb embeds for notebooks executed with
+``store_widget_state``: no widget manager reads it in this book (``nb_ipywidgets_js: {}``;
+explorers are self-contained HTML), so it would only add tens of kilobytes to a page. The
+state stays in the ``.ipynb``, where JupyterLab uses it to show the widgets without a kernel.
+"""
+from __future__ import annotations
+
+
+def _is_thebe(script) -> bool:
+    filename = str(getattr(script, "filename", "") or "")
+    body = str(getattr(script, "attributes", {}).get("body", ""))
+    return filename.endswith("sphinx-thebe.js") or "THEBE_JS_URL" in body
+
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def tidy_scripts(app, pagename, templatename, context, doctree) -> None:
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    thebe_on = bool(app.config.html_theme_options.get("launch_buttons", {}).get("thebe"))
+    seen, kept = set(), []
+    for script in scripts:
+        # Same file and attributes is the same script, whatever priority it was added with.
+        key = (str(getattr(script, "filename", script) or ""),  # None and "" both mean inline
+               tuple(sorted(getattr(script, "attributes", {}).items())))
+        unused_state = getattr(script, "attributes", {}).get("type") == WIDGET_STATE
+        if key in seen or unused_state or (not thebe_on and _is_thebe(script)):
+            continue
+        seen.add(key)
+        kept.append(script)
+    context["script_files"] = kept
+
+
+def setup(app):
+    app.connect("html-page-context", tidy_scripts, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,260 @@
+"""The built book works offline: every page in headless Chromium with all outside requests refused.
+
+For each page of the table of contents: the math is typeset by the book's own MathJax (no raw
+``$$``, ``\\(`` or ``\\[`` left), every image loads, every explorer from ``mha.widgets`` renders
+(one per explorer output stored in the notebook, its script ran, its frame loaded, moving its
+first control changes the frame), no JavaScript error, and no request left the book. A
+screenshot of each page is saved under ``_build/screenshots/`` for review.
+
+Needs the built book (``make book``) and Debian's Chromium (``apt-get install chromium``);
+without Chromium the test is skipped with that message. ``make test`` builds the book first.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import json
+import os
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = ROOT / "_build" / "html"
+SCREENSHOTS = ROOT / "_build" / "screenshots"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--disable-default-apps"]
+EXPLORER_CLASS = 'class="mha-explorer '
+
+
+def toc_pages() -> list[str]:
+    """Source paths (no suffix) of every page in _toc.yml, in reading order."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    pages = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                pages.append(entry["file"])
+            walk(entry.get("sections"))
+            walk(entry.get("chapters"))
+
+    walk(toc.get("chapters"))
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    return [str(Path(p).with_suffix("")) for p in pages]
+
+
+def chromium_path() -> str | None:
+    for candidate in (os.environ.get("CHROMIUM"), shutil.which("chromium"), shutil.which("chromium-browser"),
+                      "/usr/bin/chromium", shutil.which("google-chrome")):
+        if candidate and Path(candidate).exists():
+            return candidate
+    return None
+
+
+def expected_explorers(page: str) -> int:
+    """Explorer outputs stored in the page's notebook (0 for a Markdown page)."""
+    notebook = ROOT / f"{page}.ipynb"
+    if not notebook.exists():
+        return 0
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    count = 0
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []):
+            html = output.get("data", {}).get("text/html", "")
+            html = "".join(html) if isinstance(html, list) else html
+            count += html.count(EXPLORER_CLASS)
+    return count
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # keep pytest output clean
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory: Path):
+    """A local HTTP server for ``directory`` on 127.0.0.1 (a free port); yields its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not (HTML / "index.html").exists():
+        pytest.skip(f"the book is not built ({HTML / 'index.html'} is missing): run `make book` first")
+    with serve(HTML) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = chromium_path()
+    if executable is None:
+        pytest.skip("Chromium not found, so the offline browser test is skipped. Install it with "
+                    "`sudo apt-get update && sudo apt-get install -y chromium` (Debian/Ubuntu), "
+                    "or point CHROMIUM=/path/to/chromium at one; then re-run `make test`.")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: make install")
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def _typeset(page) -> None:
+    """Wait until the book's MathJax has typeset the page (if the page loads MathJax)."""
+    page.wait_for_function(
+        "() => !document.querySelector('script[src*=\"mathjax\"]') || "
+        "(window.MathJax && MathJax.startup && MathJax.startup.promise)", timeout=30_000)
+    page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise "
+                  "? MathJax.startup.promise.then(() => true) : true")
+
+
+RAW_TEX = r"""() => {
+  const skip = new Set(["PRE", "CODE", "SCRIPT", "STYLE", "MJX-ASSISTIVE-MML", "TEXTAREA"]);
+  const main = document.querySelector("main") || document.body;
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  const found = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    let el = node.parentElement, skipped = false;
+    for (; el; el = el.parentElement) {
+      if (skip.has(el.tagName) || el.classList.contains("highlight") || el.classList.contains("output")) {
+        skipped = true; break;
+      }
+    }
+    if (skipped) continue;
+    const text = node.textContent;
+    if (text.includes("$$") || text.includes("\\(") || text.includes("\\[")) found.push(text.trim().slice(0, 80));
+  }
+  return found;
+}"""
+
+PAGE_FACTS = r"""() => {
+  const maths = Array.from(document.querySelectorAll("main .math"));
+  const images = Array.from(document.querySelectorAll("img"));
+  return {
+    math: maths.length,
+    mathTypeset: maths.filter(m => m.querySelector("mjx-container")).length,
+    brokenImages: images.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute("src").slice(0, 80)),
+    images: images.length,
+    widgetViews: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
+    explorers: Array.from(document.querySelectorAll("figure.mha-explorer")).map(f => ({
+      id: f.id,
+      ready: f.getAttribute("data-ready") === "1",
+      controls: f.querySelectorAll("[data-mha-control]").length,
+      frameLoaded: (() => { const i = f.querySelector("img.mha-explorer-frame");
+                           return !!i && i.complete && i.naturalWidth > 0; })(),
+    })),
+  };
+}"""
+
+MOVE_FIRST_CONTROL = r"""(id) => {
+  const root = document.getElementById(id);
+  const control = root.querySelector("[data-mha-control]");
+  const img = root.querySelector("img.mha-explorer-frame");
+  const before = root.getAttribute("data-frame") + "|" + img.alt;
+  const options = control.tagName === "SELECT" ? control.options.length : parseInt(control.max, 10) + 1;
+  if (options < 2) return {changed: true, single: true};
+  control.value = String(options - 1);
+  control.dispatchEvent(new Event("input", {bubbles: true}));
+  const after = root.getAttribute("data-frame") + "|" + img.alt;
+  return {changed: before !== after, before, after};
+}"""
+
+
+def visit(browser, url: str, screenshot: Path | None = None) -> dict:
+    """Open ``url`` with every request outside its host refused; return what the page did."""
+    refused, failed, errors = [], [], []
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    host = urlparse(url).netloc
+
+    def route(request_route):
+        target = request_route.request.url
+        if urlparse(target).scheme == "data" or urlparse(target).netloc == host:
+            request_route.continue_()
+        else:
+            refused.append(target)
+            request_route.abort("blockedbyclient")
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("requestfailed", lambda req: urlparse(req.url).netloc == host and failed.append(
+        f"{req.url} ({req.failure})"))
+    page.on("response", lambda resp: resp.status >= 400 and failed.append(f"{resp.url} (HTTP {resp.status})"))
+    try:
+        page.goto(url, wait_until="load")
+        _typeset(page)
+        page.wait_for_load_state("networkidle")
+        facts = page.evaluate(PAGE_FACTS)
+        facts["rawTex"] = page.evaluate(RAW_TEX)
+        facts["moved"] = [page.evaluate(MOVE_FIRST_CONTROL, e["id"]) for e in facts["explorers"]]
+        if screenshot is not None:
+            screenshot.parent.mkdir(parents=True, exist_ok=True)
+            page.evaluate("() => window.scrollTo(0, 0)")
+            page.screenshot(path=str(screenshot), full_page=True)
+    finally:
+        context.close()
+    facts.update(refused=refused, failed=failed, errors=errors)
+    return facts
+
+
+@pytest.mark.parametrize("page_name", toc_pages())
+def test_page_works_offline(page_name, server, browser):
+    html_path = HTML / f"{page_name}.html"
+    assert html_path.exists(), f"{html_path} missing: is {page_name} in _toc.yml but not built?"
+    facts = visit(browser, f"{server}/{page_name}.html", SCREENSHOTS / f"{Path(page_name).name}.png")
+    refused, failed, errors, raw_tex, moved = (facts[k] for k in ("refused", "failed", "errors", "rawTex", "moved"))
+
+    assert not refused, f"{page_name}: requests left the book: {refused}"
+    assert not failed, f"{page_name}: requests failed: {failed}"
+    assert not errors, f"{page_name}: JavaScript errors: {errors}"
+    assert facts["mathTypeset"] == facts["math"], (
+        f"{page_name}: {facts['math'] - facts['mathTypeset']} of {facts['math']} math elements not typeset")
+    assert not raw_tex, f"{page_name}: raw TeX left on the page: {raw_tex[:5]}"
+    if page_name == "book/notation":  # the math check is not vacuous: this page is mostly math
+        assert facts["math"] >= 10, f"{page_name}: only {facts['math']} math elements found"
+    assert not facts["brokenImages"], f"{page_name}: images that did not load: {facts['brokenImages']}"
+    assert facts["widgetViews"] == 0, f"{page_name}: widget views instead of the explorers' HTML"
+    assert len(facts["explorers"]) == expected_explorers(page_name), (
+        f"{page_name}: {len(facts['explorers'])} explorers on the page, "
+        f"{expected_explorers(page_name)} stored in the notebook")
+    for explorer, move in zip(facts["explorers"], moved):
+        assert explorer["ready"], f"{page_name}: explorer {explorer['id']} script did not run"
+        assert explorer["controls"] >= 1, f"{page_name}: explorer {explorer['id']} has no control"
+        assert explorer["frameLoaded"], f"{page_name}: explorer {explorer['id']} frame did not load"
+        assert move["changed"], f"{page_name}: moving explorer {explorer['id']}'s first control changed nothing"
+
+
+def test_book_has_a_page_with_math_and_an_explorer():
+    """The checks above are not vacuous: the book has math and at least one explorer."""
+    pages = toc_pages()
+    assert "book/notation" in pages and "book/how_to_use" in pages
+    assert expected_explorers("book/how_to_use") >= 1
+
+
+def test_the_harness_catches_outside_requests_and_raw_tex(browser, tmp_path):
+    """A page that loads a script and an image from elsewhere, and shows untypeset math, fails."""
+    (tmp_path / "bad.html").write_text(
+        '<html><body><main><p>Raw math: $$x^2$$</p>'
+        '<img src="https://example.org/logo.png">'
+        '<script src="https://cdn.example.org/embed-amd.js"></script></main></body></html>', encoding="utf-8")
+    with serve(tmp_path) as url:
+        facts = visit(browser, f"{url}/bad.html")
+    assert sorted(facts["refused"]) == ["https://cdn.example.org/embed-amd.js", "https://example.org/logo.png"]
+    assert facts["rawTex"] == ["Raw math: $$x^2$$"]
+    assert len(facts["brokenImages"]) == 1
