@@ -1,0 +1,271 @@
+"""Tests for chapter 1's experiment: the task, the model, reproducibility and the cached grid."""
+import pytest
+import torch
+
+import mha
+from mha import experiments as E
+from mha import single_head
+
+
+# ---------------------------------------------------------------- the task
+
+@pytest.mark.parametrize("num_relations", [1, 2, 4])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_labels_are_the_tokens_at_the_offsets(num_relations, seed):
+    task = E.make_task(num_relations, num_train=64, num_test=16, seed=seed)
+    assert task.offsets == tuple(range(1, num_relations + 1))
+    for x, y in ((task.train_x, task.train_y), (task.test_x, task.test_y)):
+        assert y.shape == (*x.shape, num_relations)
+        for n in range(x.shape[0]):
+            for t in range(x.shape[1]):
+                for i, offset in enumerate(task.offsets):
+                    expected = x[n, t - offset].item() if t >= num_relations else -100
+                    assert y[n, t, i].item() == expected
+
+
+def test_custom_offsets_and_scored_positions():
+    x = torch.tensor([[5, 6, 7, 8, 9]])
+    y = E.relation_targets(x, (1, 3))
+    assert y[0, :3].tolist() == [[-100, -100]] * 3  # t < 3: offset 3 reaches before the start
+    assert y[0, 3].tolist() == [7, 5]
+    assert y[0, 4].tolist() == [8, 6]
+
+
+def test_task_is_a_function_of_its_seed():
+    a, b, c = E.make_task(3, seed=1), E.make_task(3, seed=1), E.make_task(3, seed=2)
+    assert torch.equal(a.train_x, b.train_x) and torch.equal(a.test_x, b.test_x)
+    assert not torch.equal(a.train_x, c.train_x)
+    assert not torch.equal(a.train_x[: a.test_x.shape[0]], a.test_x)  # test set is a fresh draw
+    assert 0 <= int(a.train_x.min()) and int(a.train_x.max()) < E.VOCAB_SIZE
+
+
+def test_task_errors():
+    with pytest.raises(ValueError, match=r"offsets must be 2 distinct ints >= 1, found \(1, 1\)"):
+        E.make_task(2, offsets=(1, 1))
+    with pytest.raises(ValueError, match=r"seq_len \(4\) must be larger than the largest offset \(4\)"):
+        E.make_task(4, seq_len=4)
+    with pytest.raises(ValueError, match="num_relations must be a positive int, found 0"):
+        E.make_task(0)
+
+
+# ---------------------------------------------------------------- the model
+
+@pytest.mark.parametrize("readout", ["linear", "mlp"])
+def test_same_parameter_count_for_every_head_count(readout):
+    task = E.make_task(4, num_train=8, num_test=8)
+    counts = {h: E.count_params(E.make_model(h, task, readout=readout)) for h in (1, 2, 4, 8, 16, 32)}
+    assert len(set(counts.values())) == 1
+    model = E.make_model(4, task, readout=readout)
+    assert E.count_params(model.attention) == mha.attention_params(32, 4) == 4 * 32 * 32 + 4 * 32
+
+
+def test_model_shapes_and_weights():
+    task = E.make_task(3, num_train=8, num_test=8)
+    model = E.make_model(4, task, seed=0)
+    logits, weights = model(task.test_x[:5])
+    assert logits.shape == (5, E.SEQ_LEN, 3, E.VOCAB_SIZE)
+    assert weights.shape == (5, 4, E.SEQ_LEN, E.SEQ_LEN)
+    assert torch.allclose(weights.sum(-1), torch.ones(5, 4, E.SEQ_LEN))
+    assert torch.all(weights.triu(1) == 0)  # causal: no query sees a later key
+
+
+def test_model_weights_depend_on_seed_only():
+    task = E.make_task(2, num_train=8, num_test=8)
+    torch.manual_seed(123)
+    a = E.make_model(2, task, seed=5)
+    state = torch.random.get_rng_state()
+    b = E.make_model(2, task, seed=5)
+    assert torch.equal(torch.random.get_rng_state(), state)  # the caller's RNG is left alone
+    for (name, p), q in zip(a.state_dict().items(), b.state_dict().values()):
+        assert torch.equal(p, q), name
+
+
+def test_pluggable_attention():
+    task = E.make_task(2, num_train=64, num_test=16)
+    batched = E.make_model(2, task, seed=0)
+    looped = E.make_model(2, task, seed=0, attention=lambda d, h: mha.LoopedMultiHeadAttention(d, h))
+    assert isinstance(looped.attention, mha.LoopedMultiHeadAttention)
+    # copy every weight: the looped model must then compute exactly what the batched one does
+    looped.attention = mha.LoopedMultiHeadAttention.from_multi_head(batched.attention)
+    rest = {k: v for k, v in batched.state_dict().items() if not k.startswith("attention.")}
+    looped.load_state_dict(rest, strict=False)
+    logits_a, weights_a = looped(task.test_x[:3])
+    logits_b, weights_b = batched(task.test_x[:3])
+    assert torch.allclose(logits_a, logits_b, atol=1e-5) and torch.allclose(weights_a, weights_b, atol=1e-6)
+    result = E.train_and_evaluate(looped, task, steps=5, seed=0)
+    assert result["num_heads"] == 2 and result["example_weights"].shape == (2, E.SEQ_LEN, E.SEQ_LEN)
+    assert result["attention_params"] == mha.attention_params(32, 2)
+
+
+def test_model_errors():
+    task = E.make_task(2, num_train=8, num_test=8)
+    with pytest.raises(ValueError, match="readout must be 'linear' or 'mlp', found 'conv'"):
+        E.make_model(2, task, readout="conv")
+    with pytest.raises(ValueError, match=r"d_model \(32\) must be divisible by num_heads \(3\)"):
+        E.make_model(3, task)
+    with pytest.raises(ValueError, match="steps must be a positive int, found 0"):
+        E.train_and_evaluate(E.make_model(1, task), task, steps=0)
+
+
+# ---------------------------------------------------------------- training
+
+def test_training_is_deterministic_and_silent(capsys):
+    torch.set_num_threads(2)
+    a = E.head_count_experiment(2, num_relations=2, steps=40, seed=1)
+    b = E.head_count_experiment(2, num_relations=2, steps=40, seed=1)
+    assert torch.get_num_threads() == 2  # restored after training
+    assert a["accuracy"] == b["accuracy"] and a["loss"] == b["loss"]
+    assert torch.equal(a["example_weights"], b["example_weights"])
+    c = E.head_count_experiment(2, num_relations=2, steps=40, seed=2)
+    assert c["loss"] != a["loss"]
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
+
+
+def test_evaluate_counts_a_position_only_when_all_answers_are_right():
+    task = E.make_task(2, num_train=8, num_test=4)
+
+    class Oracle(torch.nn.Module):
+        """Returns the right answer for relation 0 and a wrong one for relation 1 at position 5."""
+
+        def __init__(self):
+            super().__init__()
+            self.dummy = torch.nn.Parameter(torch.zeros(1))
+
+        def forward(self, x):
+            y = E.relation_targets(x, (1, 2)).clamp_min(0)
+            y[:, 5, 1] = (y[:, 5, 1] + 1) % E.VOCAB_SIZE
+            return torch.nn.functional.one_hot(y, E.VOCAB_SIZE).float(), None
+
+    result = E.evaluate(Oracle(), task.test_x, task.test_y)
+    scored = E.SEQ_LEN - 2
+    assert result["accuracy"] == pytest.approx((scored - 1) / scored)
+    assert result["relation_accuracy"] == pytest.approx([1.0, (scored - 1) / scored])
+
+
+# ---------------------------------------------------------------- the cached grid
+
+def test_cached_model_is_the_trained_one():
+    if not E.MODEL_PATH.exists():
+        pytest.skip("run scripts/make_ch01_cache.py")
+    model, tokens, labels = E.trained_model()
+    task = E.make_task(4, seed=0)
+    assert torch.equal(tokens, task.test_x[0]) and labels == E.token_labels(tokens)
+    assert labels[0] == f"0:{chr(ord('a') + int(tokens[0]))}"
+    accuracy = E.evaluate(model, task.test_x, task.test_y)["accuracy"]
+    assert round(accuracy, 4) == E.cached_run(2, seed=0)["accuracy"]
+    weights, _ = E.cached_maps(2, seed=0)
+    assert torch.allclose(E.attention_maps(model, tokens), weights, atol=6e-4)
+
+
+def test_cache_matches_a_fresh_run():
+    cached = E.cached_run(1, seed=0, num_relations=2, readout="linear")
+    fresh = E.head_count_experiment(1, seed=0, num_relations=2, readout="linear")
+    # identical on the machine that wrote the cache; another CPU may round differently in training
+    assert abs(fresh["accuracy"] - cached["accuracy"]) < 0.02
+    assert fresh["params"] == cached["params"]
+
+
+def test_grid_is_complete_and_consistent():
+    grid = E.load_grid()
+    keys = {(r["readout"], r["num_relations"], r["num_heads"], r["seed"]) for r in grid["runs"]}
+    assert keys == set(E.grid_runs()) and len(grid["runs"]) == len(keys)
+    assert grid["config"]["steps"] == E.STEPS and grid["config"]["d_model"] == E.D_MODEL
+    for readout in E.GRID_SEEDS:  # the head count never changes the parameter count
+        for k in E.GRID_RELATIONS:
+            assert len({r["params"] for r in grid["runs"] if (r["readout"], r["num_relations"]) == (readout, k)}) == 1
+    assert {r["attention_params"] for r in grid["runs"]} == {mha.attention_params(32, 1)}
+    summary = E.grid_summary("mlp")
+    s = summary[(4, 1)]
+    runs = [E.cached_run(1, seed=seed)["accuracy"] for seed in E.GRID_SEEDS["mlp"]]
+    assert s["mean"] == pytest.approx(sum(runs) / 3) and (s["min"], s["max"]) == (min(runs), max(runs))
+    # the function's documented defaults meet the issue's bar on the cached numbers
+    assert E.cached_run(2)["accuracy"] >= 0.9
+    assert E.cached_run(1)["accuracy"] <= E.cached_run(2)["accuracy"] - 0.2
+
+
+@pytest.mark.parametrize("num_heads", E.GRID_HEADS)
+def test_cached_maps_are_attention_weights(num_heads):
+    weights, labels = E.cached_maps(num_heads, seed=1)
+    assert weights.shape == (num_heads, E.SEQ_LEN, E.SEQ_LEN) and len(labels) == E.SEQ_LEN
+    assert torch.allclose(weights.sum(-1), torch.ones(num_heads, E.SEQ_LEN, dtype=torch.float64), atol=3e-3)
+    assert torch.all(weights.triu(1) == 0)
+    profile = E.offset_profile(weights)
+    assert profile.shape == (num_heads, 5) and torch.all(profile <= 1.0 + 1e-9)
+
+
+def test_offset_profile_by_hand():
+    weights = torch.zeros(2, 6, 6, dtype=torch.float64)
+    for t in range(6):
+        weights[0, t, max(t - 1, 0)] = 1.0  # head 1: the previous token
+        weights[1, t, 0] = 1.0  # head 2: the first token
+    profile = E.offset_profile(weights, max_offset=2)
+    assert profile[0].tolist() == [0.0, 1.0, 0.0]
+    assert profile[1].tolist() == [0.0, 0.0, 0.25]  # queries 2..5; only query 2 looks 2 back at 0
+
+
+def test_cache_lookup_errors():
+    with pytest.raises(KeyError, match="no cached run for num_heads=3, seed=0"):
+        E.cached_run(3)
+    with pytest.raises(KeyError, match="no cached attention maps for num_heads=2, seed=9"):
+        E.cached_maps(2, seed=9)
+
+
+def test_format_grid():
+    summary = {(1, 1): {"mean": 1.0, "min": 1.0, "max": 1.0, "seeds": 1},
+               (1, 2): {"mean": 0.5, "min": 0.4, "max": 0.6, "seeds": 2}}
+    text = E.format_grid(summary)
+    assert text.splitlines()[1].split() == ["1", "1.00", "±", "0.00", "0.50", "±", "0.10"]
+    assert E.format_grid(summary, spread=False).splitlines()[1].split() == ["1", "1.00", "0.50"]
+
+
+# ---------------------------------------------------------------- the hand-built single head
+
+@pytest.mark.parametrize("split", [0.0, 0.1, 0.3, 0.5, 0.8, 1.0])
+def test_two_sentences_by_hand(split):
+    r = single_head.two_sentences(split)
+    expected = torch.tensor([split, 1 - split], dtype=torch.float64)
+    assert torch.allclose(r["output"], expected, atol=1e-9)
+    assert torch.allclose(r["output_swapped"], expected.flip(0), atol=1e-9)
+    assert r["distance"] == pytest.approx(abs(2 * split - 1) * 2**0.5, abs=1e-9)
+    assert torch.allclose(r["weights"][1], torch.tensor([split, 0.0, 1 - split], dtype=torch.float64), atol=1e-9)
+    assert torch.allclose(r["weights"].sum(-1), torch.ones(3, dtype=torch.float64))
+
+
+def test_even_split_loses_the_order():
+    r = single_head.two_sentences(0.5)
+    assert torch.equal(r["output"], r["output_swapped"]) and r["distance"] == 0.0
+
+
+def test_split_errors():
+    with pytest.raises(ValueError, match="split must be in \\[0, 1\\], found 1.5"):
+        single_head.two_sentences(1.5)
+    with pytest.raises(TypeError, match="split must be a number in \\[0, 1\\], found str"):
+        single_head.two_sentences("half")
+
+
+def test_split_alt_text():
+    assert single_head.split_alt(0.3) == (
+        "The verb puts weight 0.3 on 'cat' and 0.7 on 'mouse'; its output is [0.3, 0.7] in "
+        "'cat chases mouse' and [0.7, 0.3] in 'mouse chases cat'.")
+
+
+def test_relations_refer_to_words():
+    for words, relations in single_head.RELATION_SENTENCES.values():
+        for query, key, kind in relations:
+            assert 0 <= query < len(words) and 0 <= key < len(words) and query != key
+            assert kind in single_head.RELATION_KINDS
+
+
+def test_figures():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for fig in (single_head.render_split(0.2), single_head.render_relations(), E.render_head_maps(8, seed=2),
+                E.plot_accuracy_vs_heads(), E.plot_grid("linear")):
+        assert isinstance(fig, matplotlib.figure.Figure) and fig.axes
+        assert all(ax.get_title() for ax in fig.axes if ax.get_visible() and ax.axison)
+        plt.close(fig)
+    assert E.head_maps_alt(4, seed=0).startswith("4 heads, seed 0: head 1 attends mostly to the tokens ")
