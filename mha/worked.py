@@ -1,0 +1,577 @@
+"""Chapter 3: multi-head attention on five tokens and two heads, with every number on the page.
+
+The example (:func:`worked_example`) is small enough to check with pencil and paper:
+
+* tokens ``the cat saw the dog``; ``d_model = 8``, ``h = 2`` heads, ``d_k = d_model / h = 4``
+  (the source tutorial scales by √4, which is only consistent with ``d_k = 4`` per head);
+* each token's vector is its word type (one-hot ``det, noun, verb``) next to its position
+  (one-hot ``p1 … p5``), all entries 0 or 1;
+* the weight matrices hold 0, 1, 2 (and -1 in ``W_O``), chosen by hand so that **head 1 looks at
+  the previous token** (it reads only the position part of ``x``) and **head 2 looks at tokens of
+  the same type** (it reads only the type part).
+
+Conventions: float64, no biases, tokens are rows and a projection is ``x @ W`` (``nn.Linear``
+stores the transpose, see :func:`to_module`). Heads are numbered 1 and 2 on the page and in
+:func:`check_row`; in the arrays they are index 0 and 1.
+
+Shape legend: T = 5 tokens, D = d_model = 8, H = 2 heads, Dh = d_k = 4.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import torch
+
+from .attention import masked_softmax, merge_heads
+from .modules import MultiHeadAttention, SingleHeadAttention
+
+TOKENS = ["the", "cat", "saw", "the", "dog"]
+FEATURES = ["det", "noun", "verb", "p1", "p2", "p3", "p4", "p5"]
+#: The output lives in d_model space too, but W_O mixes features: its columns get neutral names.
+OUTPUT_FEATURES = [f"o{j}" for j in range(1, 9)]
+D_MODEL, NUM_HEADS, HEAD_DIM = 8, 2, 4
+DTYPE = torch.float64
+
+# Word type of each token (det, noun, verb): the "content" part of x.
+_TYPES = {"the": [1, 0, 0], "cat": [0, 1, 0], "saw": [0, 0, 1], "dog": [0, 1, 0]}
+
+
+def _tensor(rows) -> torch.Tensor:
+    return torch.tensor(rows, dtype=DTYPE)
+
+
+def canonical_x() -> torch.Tensor:
+    """The input X: row t = [type of token t | one-hot position of token t].
+
+    Shapes: returns (T, D) = (5, 8).
+    """
+    positions = torch.eye(len(TOKENS), dtype=DTYPE)  # (5, 5)
+    types = _tensor([_TYPES[t] for t in TOKENS])  # (5, 3)
+    return torch.cat([types, positions], dim=1)  # (5, 8)
+
+
+def canonical_weights() -> dict:
+    """The hand-chosen projections: ``w_q, w_k, w_v`` (lists of two (8, 4)) and ``w_o`` (8, 8).
+
+    Head 1 (previous token): the query of position p points at key direction p-1, and the key of
+    position p is direction p, so q·k = 2·2 = 4 exactly for the previous token and 0 elsewhere.
+    Position 1 has no previous token; its query points at itself. Position 5 is nobody's
+    previous token, so its key is zero.
+
+    Head 2 (same type): query and key are both 2·(one-hot type), so q·k = 4 between tokens of the
+    same type (the token itself included) and 0 otherwise. Its fourth dimension is unused.
+
+    Values: both heads read the same thing from a token, its type and its position number 1…5,
+    so that any difference between the heads' outputs comes only from *where* they look.
+
+    W_O = [[I, I], [I, -I]]: output features 1-4 are head 1 + head 2, features 5-8 are
+    head 1 - head 2, so every output feature mixes both heads.
+    """
+    zero = [0, 0, 0, 0]
+    # rows: det, noun, verb, p1, p2, p3, p4, p5
+    w_q1 = _tensor([zero, zero, zero, [2, 0, 0, 0], [2, 0, 0, 0], [0, 2, 0, 0], [0, 0, 2, 0], [0, 0, 0, 2]])
+    w_k1 = _tensor([zero, zero, zero, [2, 0, 0, 0], [0, 2, 0, 0], [0, 0, 2, 0], [0, 0, 0, 2], zero])
+    w_qk2 = _tensor([[2, 0, 0, 0], [0, 2, 0, 0], [0, 0, 2, 0], zero, zero, zero, zero, zero])
+    w_v = _tensor([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0],
+                   [0, 0, 0, 1], [0, 0, 0, 2], [0, 0, 0, 3], [0, 0, 0, 4], [0, 0, 0, 5]])
+    eye = torch.eye(HEAD_DIM, dtype=DTYPE)
+    w_o = torch.cat([torch.cat([eye, eye], dim=1), torch.cat([eye, -eye], dim=1)], dim=0)  # (8, 8)
+    return {"w_q": [w_q1, w_qk2.clone()], "w_k": [w_k1, w_qk2.clone()],
+            "w_v": [w_v, w_v.clone()], "w_o": w_o}
+
+
+@dataclass(frozen=True)
+class WorkedExample:
+    """Every intermediate of two-head attention on five tokens (float64, heads first).
+
+    Shapes (T = 5, D = 8, H = 2, Dh = 4):
+        tokens T strings; x (T, D); w_q, w_k, w_v lists of H tensors (D, Dh); w_o (H·Dh, D);
+        q, k, v (H, T, Dh); scores (H, T, T) = q kᵀ before scaling;
+        scaled_scores (H, T, T) = scores / (√d_k · temperature); weights (H, T, T), rows sum to 1;
+        head_outputs (H, T, Dh) = weights @ v; concat (T, H·Dh), heads side by side;
+        output (T, D) = concat @ w_o.
+    """
+
+    tokens: list
+    x: torch.Tensor
+    w_q: list
+    w_k: list
+    w_v: list
+    w_o: torch.Tensor
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    scores: torch.Tensor
+    scaled_scores: torch.Tensor
+    weights: torch.Tensor
+    head_outputs: torch.Tensor
+    concat: torch.Tensor
+    output: torch.Tensor
+    temperature: float = 1.0
+
+    @property
+    def d_model(self) -> int:
+        return self.x.shape[1]
+
+    @property
+    def num_heads(self) -> int:
+        return len(self.w_q)
+
+    @property
+    def head_dim(self) -> int:
+        return self.w_q[0].shape[1]
+
+
+def _check_x(x) -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"x must be a torch.Tensor of shape (5, 8), found {type(x).__name__}")
+    if tuple(x.shape) != (len(TOKENS), D_MODEL):
+        raise ValueError(f"x must have shape (T, D) = (5, 8), found shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise TypeError(f"x must be a floating-point tensor, found {x.dtype}")
+    return x.detach().to("cpu", DTYPE)
+
+
+def _check_temperature(temperature) -> float:
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real):
+        raise TypeError(f"temperature must be a positive number, found {type(temperature).__name__}")
+    if not (math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a positive finite number, found {temperature}")
+    return float(temperature)
+
+
+def worked_example(x: torch.Tensor | None = None, temperature: float = 1.0) -> WorkedExample:
+    """Run the hand-chosen two-head attention step by step and keep every intermediate.
+
+    Args:
+        x: the input (5, 8); default :func:`canonical_x` (the chapter's example). The explorer
+            passes a copy with one token's embedding edited (:func:`edited_x`).
+        temperature: divides the scaled scores (softmax(q kᵀ / (√d_k · temperature))); 1 is
+            ordinary attention, < 1 sharpens the weights, > 1 flattens them.
+
+    Returns:
+        :class:`WorkedExample`.
+    """
+    x = canonical_x() if x is None else _check_x(x)
+    temperature = _check_temperature(temperature)
+    w = canonical_weights()
+    q = torch.stack([x @ w_h for w_h in w["w_q"]])  # (H, T, Dh)
+    k = torch.stack([x @ w_h for w_h in w["w_k"]])  # (H, T, Dh)
+    v = torch.stack([x @ w_h for w_h in w["w_v"]])  # (H, T, Dh)
+    scores = q @ k.transpose(-2, -1)  # (H, T, T): row = query token, column = key token
+    # √d_k keeps the scores' spread independent of the head width (chapter 2).
+    scaled = scores / (math.sqrt(HEAD_DIM) * temperature)  # (H, T, T)
+    weights = masked_softmax(scaled)  # (H, T, T)
+    head_outputs = weights @ v  # (H, T, Dh)
+    concat = merge_heads(head_outputs[None])[0]  # (T, H*Dh): side by side, not stacked
+    output = concat @ w["w_o"]  # (T, D)
+    return WorkedExample(tokens=list(TOKENS), x=x, w_q=w["w_q"], w_k=w["w_k"], w_v=w["w_v"], w_o=w["w_o"],
+                         q=q, k=k, v=v, scores=scores, scaled_scores=scaled, weights=weights,
+                         head_outputs=head_outputs, concat=concat, output=output, temperature=temperature)
+
+
+def edited_x(det: float = 0.0, noun: float = 1.0, verb: float = 0.0, *, token: int = 5) -> torch.Tensor:
+    """The input with the type part of one token replaced (its position part is kept).
+
+    ``token`` is numbered 1…5 as on the page (default 5, "dog"). Shapes: returns (5, 8).
+    """
+    if isinstance(token, bool) or not isinstance(token, numbers.Integral) or not 1 <= token <= len(TOKENS):
+        raise ValueError(f"token must be a token number 1..{len(TOKENS)} (as on the page), found {token!r}")
+    x = canonical_x()
+    x[token - 1, :3] = _tensor([det, noun, verb])
+    return x
+
+
+# --------------------------------------------------------------------------------------------
+# The same numbers through modules
+# --------------------------------------------------------------------------------------------
+
+def to_module(example: WorkedExample | None = None) -> MultiHeadAttention:
+    """An ``mha.MultiHeadAttention(8, 2, bias=False)`` (float64) holding the example's weights.
+
+    One d_model x d_model projection is the two heads' (8, 4) matrices side by side; nn.Linear
+    computes ``x @ weight.T``, so it stores the transpose.
+    """
+    ex = worked_example() if example is None else example
+    module = MultiHeadAttention(D_MODEL, NUM_HEADS, bias=False).to(DTYPE)
+    with torch.no_grad():
+        for proj, per_head in ((module.q_proj, ex.w_q), (module.k_proj, ex.w_k), (module.v_proj, ex.w_v)):
+            proj.weight.copy_(torch.cat(per_head, dim=1).T)  # (D, H*Dh) -> stored as (H*Dh, D)
+        module.out_proj.weight.copy_(ex.w_o.T)  # (H*Dh, D) -> stored as (D, H*Dh)
+    return module
+
+
+def single_head_module(example: WorkedExample | None = None) -> SingleHeadAttention:
+    """One head of the same total size (head_dim = h·d_k = 8) built from the same matrices.
+
+    Its W_Q, W_K, W_V are the two heads' matrices side by side and W_O is unchanged, so it has
+    exactly the parameters of the two-head module. The only difference: one softmax over the
+    *sum* of both heads' scores, scaled by √8, instead of one softmax per head.
+    """
+    ex = worked_example() if example is None else example
+    module = SingleHeadAttention(D_MODEL, head_dim=NUM_HEADS * HEAD_DIM, bias=False).to(DTYPE)
+    with torch.no_grad():
+        for proj, per_head in ((module.head.q_proj, ex.w_q), (module.head.k_proj, ex.w_k),
+                               (module.head.v_proj, ex.w_v)):
+            proj.weight.copy_(torch.cat(per_head, dim=1).T)  # stored as (8, D)
+        module.out_proj.weight.copy_(ex.w_o.T)
+    return module
+
+
+# --------------------------------------------------------------------------------------------
+# Printing: one format for text and LaTeX
+# --------------------------------------------------------------------------------------------
+
+def _is_integer_matrix(m: torch.Tensor) -> bool:
+    return bool(torch.all(m == torch.round(m)))
+
+
+def format_number(value: float, integers: bool) -> str:
+    """Integers exactly (``4``, ``-1``); everything else with 3 decimals (``0.649``)."""
+    value = float(value)
+    if integers:
+        return str(int(round(value)))
+    text = f"{value:.3f}"
+    return "0.000" if text == "-0.000" else text
+
+
+def _cells(m: torch.Tensor, row_sums: bool):
+    m = torch.as_tensor(m).detach().to("cpu", DTYPE)
+    if m.dim() != 2:
+        raise ValueError(f"matrix must have 2 dimensions, found shape {tuple(m.shape)}")
+    integers = _is_integer_matrix(m)
+    rows = [[format_number(value, integers) for value in row] for row in m.tolist()]
+    if row_sums:
+        for row, total in zip(rows, m.sum(dim=1).tolist()):
+            row.append(format_number(total, False))
+    return rows
+
+
+def format_matrix(m, name: str, row_labels=None, col_labels=None, *, row_sums: bool = False) -> str:
+    """A labelled matrix as plain text: a title line, a header of column labels, one row per line.
+
+    Integer matrices print exactly, others with 3 decimals; ``row_sums`` adds a ``sum`` column.
+    """
+    rows = _cells(m, row_sums)
+    n_rows, n_cols = len(rows), len(rows[0]) - int(row_sums)
+    row_labels = [f"{i + 1}" for i in range(n_rows)] if row_labels is None else [str(r) for r in row_labels]
+    col_labels = [f"{j + 1}" for j in range(n_cols)] if col_labels is None else [str(c) for c in col_labels]
+    if len(row_labels) != n_rows or len(col_labels) != n_cols:
+        raise ValueError(f"labels must match the matrix shape ({n_rows}, {n_cols}), "
+                         f"found {len(row_labels)} row and {len(col_labels)} column labels")
+    if row_sums:
+        col_labels = col_labels + ["sum"]
+    width = max(len(c) for row in rows + [col_labels] for c in row)
+    label_width = max(len(r) for r in row_labels)
+    lines = [f"{name}  ({n_rows} x {n_cols})", " " * label_width + "  " + " ".join(c.rjust(width) for c in col_labels)]
+    for label, row in zip(row_labels, rows):
+        lines.append(label.ljust(label_width) + "  " + " ".join(c.rjust(width) for c in row))
+    return "\n".join(lines)
+
+
+def to_latex(m, name: str, *, row_sums: bool = False) -> str:
+    """``name = \\begin{bmatrix} … \\end{bmatrix}`` with the numbers of :func:`format_matrix`.
+
+    With ``row_sums`` the sums follow as a column vector (``\\quad \\text{row sums: } …``).
+    """
+    rows = _cells(m, row_sums)
+    sums = [row.pop() for row in rows] if row_sums else None
+    body = r" \\ ".join(" & ".join(row) for row in rows)
+    latex = rf"{name} = \begin{{bmatrix}} {body} \end{{bmatrix}}"
+    if sum(len(c) for c in rows[0]) > 30:  # e.g. 8 columns of 3 decimals: smaller type fits the page
+        latex = r"\small " + latex
+    if sums is not None:
+        latex += r" \qquad \text{row sums: } \begin{bmatrix} " + r" \\ ".join(sums) + r" \end{bmatrix}"
+    return latex
+
+
+class Matrix:
+    """A labelled matrix that displays as typeset LaTeX in the book and as text in plain output.
+
+    Both representations come from the same numbers (:func:`to_latex` and :func:`format_matrix`).
+    """
+
+    def __init__(self, m, name: str, latex_name: str, row_labels=None, col_labels=None, *, row_sums=False):
+        self.text = format_matrix(m, name, row_labels, col_labels, row_sums=row_sums)
+        self.latex = to_latex(m, latex_name, row_sums=row_sums)
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_latex_(self) -> str:
+        return f"$$ {self.latex} $$"
+
+
+def token_labels(tokens=TOKENS) -> list[str]:
+    """Row labels that stay unique when a word repeats: ``1 the``, ``2 cat``, …"""
+    return [f"{i + 1} {t}" for i, t in enumerate(tokens)]
+
+
+def matrices(example: WorkedExample, step: str) -> list[Matrix]:
+    """The labelled matrices of one step of the example, in page order.
+
+    ``step`` is one of ``x``, ``weights_in`` (W_Q, W_K, W_V per head), ``w_o``, ``qkv``,
+    ``scores``, ``scaled_scores``, ``weights``, ``head_outputs``, ``concat``, ``output``.
+    """
+    ex = example
+    rows = token_labels(ex.tokens)
+    dk = [f"d{j + 1}" for j in range(ex.head_dim)]
+    heads = range(ex.num_heads)
+    if step == "x":
+        return [Matrix(ex.x, "X", "X", rows, FEATURES)]
+    if step == "weights_in":
+        return [Matrix(getattr(ex, f"w_{n}")[h], f"W_{n.upper()} head {h + 1}", rf"W_{h + 1}^{n.upper()}",
+                       FEATURES, dk) for h in heads for n in "qkv"]
+    if step == "w_o":
+        cols = [f"h{h + 1}.{c}" for h in heads for c in dk]
+        return [Matrix(ex.w_o, "W_O", "W^O", cols, OUTPUT_FEATURES)]
+    if step == "qkv":
+        return [Matrix(getattr(ex, n)[h], f"{n.upper()} head {h + 1}", rf"{n.upper()}_{h + 1}", rows, dk)
+                for h in heads for n in "qkv"]
+    if step in ("scores", "scaled_scores", "weights"):
+        tau = ex.temperature != 1.0
+        title = {"scores": "scores = Q K^T",
+                 "scaled_scores": "scaled scores = Q K^T / sqrt(d_k)" + (" / temperature" if tau else ""),
+                 "weights": "weights = softmax(scaled scores)"}[step]
+        denominator = r"\sqrt{d_k}\,\tau" if tau else r"\sqrt{d_k}"
+        latex = {"scores": lambda h: rf"Q_{h} K_{h}^\top",
+                 "scaled_scores": lambda h: rf"\frac{{Q_{h} K_{h}^\top}}{{{denominator}}}",
+                 "weights": lambda h: rf"A_{h}"}[step]
+        return [Matrix(getattr(ex, step)[h], f"{title}, head {h + 1}", latex(h + 1), rows, ex.tokens,
+                       row_sums=step == "weights") for h in heads]
+    if step == "head_outputs":
+        return [Matrix(ex.head_outputs[h], f"head {h + 1} output = weights @ V", rf"\mathrm{{head}}_{h + 1}",
+                       rows, dk) for h in heads]
+    if step == "concat":
+        cols = [f"h{h + 1}.{c}" for h in heads for c in dk]
+        return [Matrix(ex.concat, "concat = [head 1, head 2]", r"[\mathrm{head}_1, \mathrm{head}_2]", rows, cols)]
+    if step == "output":
+        return [Matrix(ex.output, "output = concat @ W_O", r"\mathrm{MultiHead}(X)", rows, OUTPUT_FEATURES)]
+    raise ValueError(f"step must be one of x, weights_in, w_o, qkv, scores, scaled_scores, weights, "
+                     f"head_outputs, concat, output; found {step!r}")
+
+
+def show(example: WorkedExample, step: str) -> None:
+    """Print one step's matrices as text, then display the same numbers typeset (in a notebook)."""
+    from IPython.display import display
+
+    items = matrices(example, step)
+    print("\n\n".join(m.text for m in items))
+    for m in items:
+        display(m)
+
+
+# --------------------------------------------------------------------------------------------
+# Exercises: check one row computed by hand
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RowCheck:
+    """The verdict of :func:`check_row`.
+
+    Attributes:
+        ok: True when every step given is right (within ``tol``).
+        first_error: name of the first wrong step (``"scores"``, ``"weights"``, ``"output"``) or None.
+        lines: one line per step, printed as the report.
+    """
+
+    ok: bool
+    first_error: str | None
+    lines: tuple
+
+    def __repr__(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _as_row(name: str, values, length: int) -> torch.Tensor | None:
+    if values is None:
+        return None
+    try:
+        row = torch.as_tensor(values, dtype=DTYPE).detach().cpu()
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"{name} must be a list of {length} numbers, found {type(values).__name__}") from None
+    if tuple(row.shape) != (length,):
+        raise ValueError(f"{name} must hold {length} numbers, found shape {tuple(row.shape)}")
+    return row
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, tol: float) -> bool:
+    return bool(torch.all((a - b).abs() <= tol))
+
+
+def _wrong_entries(mine, expected, labels, tol) -> str:
+    wrong = [f"{j + 1} ({labels[j]})" for j in range(len(expected)) if abs(float(mine[j] - expected[j])) > tol]
+    return ", ".join(wrong)
+
+
+def _diagnose_scores(mine, ex, h, r, tol) -> str:
+    if _close(mine, ex.scaled_scores[h, r], tol):
+        return "these are the *scaled* scores; the raw scores come before dividing by √d_k"
+    if _close(mine, ex.scores[h, :, r], tol):
+        return f"this is column {r + 1} (every query against key {r + 1}); a row is query {r + 1} against every key"
+    if _close(mine, ex.scores[1 - h, r], tol):
+        return f"these are head {2 - h}'s scores: use head {h + 1}'s Q and K"
+    return f"recompute q_{r + 1} · k_j with head {h + 1}'s Q and K for the entries marked"
+
+
+def _diagnose_weights(mine, ex, h, r, tol, my_scores) -> str:
+    total = float(mine.sum())
+    if abs(total - 1.0) > tol:
+        return f"a row of weights must sum to 1, yours sums to {total:.3f}: divide each exp by the sum of all five"
+    scores = ex.scores[h, r]
+    scale = math.sqrt(ex.head_dim) * ex.temperature
+    if my_scores is not None and not _close(my_scores, scores, tol):
+        if _close(mine, torch.softmax(my_scores / scale, dim=-1), tol):
+            return "your softmax is right, but it starts from your wrong scores: fix the scores first"
+    if _close(mine, torch.softmax(scores, dim=-1), tol):
+        return "softmax of the raw scores: divide them by √d_k = 2 first"
+    if ex.temperature != 1.0 and _close(mine, torch.softmax(scores / math.sqrt(ex.head_dim), dim=-1), tol):
+        return f"you left out the temperature: divide the scaled scores by {ex.temperature:g} as well"
+    if _close(mine, torch.softmax(scores / (ex.head_dim * ex.temperature), dim=-1), tol):
+        return "you divided the scores by d_k = 4; the scale is √d_k = 2"
+    return "take exp of each scaled score, then divide by the row's sum of exps"
+
+
+def _diagnose_output(mine, ex, h, r, tol, my_weights) -> str:
+    if my_weights is not None and not _close(my_weights, ex.weights[h, r], tol):
+        if _close(mine, my_weights @ ex.v[h], 2 * tol):
+            return "your weighted sum is right, but it uses your wrong weights: fix the weights first"
+    if _close(mine, ex.weights[h, :, r] @ ex.v[h], tol):
+        return f"you used column {r + 1} of the weights; the output of token {r + 1} uses row {r + 1}"
+    if _close(mine, ex.weights[h, r] @ ex.k[h], tol):
+        return "you averaged the keys K; the output is a weighted sum of the values V"
+    if _close(mine, ex.weights[h, r] @ ex.x[:, :ex.head_dim], tol):
+        return "you averaged (part of) X; the output is a weighted sum of the values V = X W_V"
+    return "sum over the five tokens: weight_j times row j of V"
+
+
+def check_row(head: int, row: int, *, scores=None, weights=None, output=None,
+              example: WorkedExample | None = None, tol: float = 0.01) -> RowCheck:
+    """Check one row of one head computed by hand, and say which step went wrong first.
+
+    Args:
+        head: 1 or 2, numbered as on the page.
+        row: the query token, 1…5 as on the page (row 2 is "cat").
+        scores: your 5 raw scores q_row · k_j (before dividing by √d_k), or None to skip.
+        weights: your 5 softmax weights, or None to skip.
+        output: your head output for this token (d_k = 4 numbers), or None to skip.
+        example: the example to check against (default: the chapter's canonical one).
+        tol: largest accepted absolute difference (answers with 3 decimals pass).
+
+    Returns:
+        :class:`RowCheck` (prints as a report; ``.ok`` and ``.first_error`` for code).
+
+    Each wrong step gets a hint that recognises common slips (no scaling, dividing by d_k,
+    a column instead of a row, the other head, averaging K or X instead of V). The hints
+    name wrong entries but never print the expected numbers.
+    """
+    ex = worked_example() if example is None else example
+    if isinstance(head, bool) or not isinstance(head, numbers.Integral) or not 1 <= head <= ex.num_heads:
+        raise ValueError(f"head must be 1 or 2 (numbered from 1, as on the page), found {head!r}")
+    if isinstance(row, bool) or not isinstance(row, numbers.Integral) or not 1 <= row <= len(ex.tokens):
+        raise ValueError(f"row must be a token number 1..{len(ex.tokens)} (as on the page), found {row!r}")
+    if scores is None and weights is None and output is None:
+        raise ValueError("give at least one of scores=, weights=, output= to check")
+    h, r = int(head) - 1, int(row) - 1
+    n = len(ex.tokens)
+    my_scores = _as_row("scores", scores, n)
+    my_weights = _as_row("weights", weights, n)
+    my_output = _as_row("output", output, ex.head_dim)
+    lines = [f"head {head}, row {row} ({ex.tokens[r]})"]
+    first_error = None
+    steps = (("scores", my_scores, ex.scores[h, r], ex.tokens),
+             ("weights", my_weights, ex.weights[h, r], ex.tokens),
+             ("output", my_output, ex.head_outputs[h, r], [f"d{j + 1}" for j in range(ex.head_dim)]))
+    for name, mine, expected, labels in steps:
+        if mine is None:
+            lines.append(f"  {name:8s} not given")
+            continue
+        if _close(mine, expected, tol):
+            lines.append(f"  {name:8s} correct")
+            continue
+        if name == "scores":
+            hint = _diagnose_scores(mine, ex, h, r, tol)
+        elif name == "weights":
+            hint = _diagnose_weights(mine, ex, h, r, tol, my_scores)
+        else:
+            hint = _diagnose_output(mine, ex, h, r, tol, my_weights)
+        lines.append(f"  {name:8s} wrong at entries {_wrong_entries(mine, expected, labels, tol)}")
+        lines.append(f"  {'':8s} hint: {hint}")
+        first_error = first_error or name
+    lines.append("all steps given are correct" if first_error is None else f"first step to fix: {first_error}")
+    return RowCheck(ok=first_error is None, first_error=first_error, lines=tuple(lines))
+
+
+# --------------------------------------------------------------------------------------------
+# The explorer: edit dog's type and the temperature
+# --------------------------------------------------------------------------------------------
+
+#: Controls of the chapter's explorer: dog's noun and verb features and the softmax temperature.
+EXPLORER_CONTROLS = {"noun": [0, 1], "verb": [0, 1], "temperature": [0.5, 1, 2]}
+
+
+def explorer_example(noun: float = 1.0, verb: float = 0.0, temperature: float = 1.0) -> WorkedExample:
+    """The example with token 5 ("dog") given type (det 0, noun, verb) and the given temperature."""
+    return worked_example(edited_x(0.0, noun, verb, token=5), temperature=temperature)
+
+
+def _row_text(values) -> str:
+    return " ".join(f"{float(v):6.3f}" for v in values)
+
+
+def explorer_summary(example: WorkedExample, token: int = 5) -> str:
+    """Text panel of the explorer: one token's row at every step (plain text, monospace)."""
+    ex, t = example, token - 1
+    lines = [f"token {token} ({ex.tokens[t]}), temperature {ex.temperature:g}",
+             f"x     {' '.join(format_number(v, False) for v in ex.x[t, :3])}  (det noun verb)"]
+    for h in range(ex.num_heads):
+        lines += [f"head {h + 1}",
+                  f" q    {_row_text(ex.q[h, t])}",
+                  f" k    {_row_text(ex.k[h, t])}",
+                  f" s/√dτ {_row_text(ex.scaled_scores[h, t])}",
+                  f" A    {_row_text(ex.weights[h, t])}",
+                  f" out  {_row_text(ex.head_outputs[h, t])}"]
+    lines += ["output (first 4, last 4)", f" {_row_text(ex.output[t, :4])}", f" {_row_text(ex.output[t, 4:])}"]
+    return "\n".join(lines)
+
+
+def render_explorer(noun: float = 1.0, verb: float = 0.0, temperature: float = 1.0):
+    """Both heads' weights side by side and the edited token's row at every step.
+
+    Returns:
+        matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+
+    from .plotting import head_color, plot_attention, use_style
+
+    use_style()
+    ex = explorer_example(noun, verb, temperature)
+    fig, axes = plt.subplots(1, 3, figsize=(10.5, 3.6), gridspec_kw={"width_ratios": [1, 1, 1.1]})
+    labels = token_labels(ex.tokens)
+    titles = ["head 1 (previous token)", "head 2 (same type)"]
+    for h in range(ex.num_heads):
+        plot_attention(ex.weights[h], labels, ex.tokens, ax=axes[h], title=titles[h], color=head_color(h))
+    axes[1].set_ylabel("")
+    axes[2].axis("off")
+    axes[2].text(0.02, 1.0, explorer_summary(ex), family="monospace", fontsize=8, va="top", ha="left",
+                 transform=axes[2].transAxes)
+    fig.suptitle(f"dog = (det 0, noun {noun:g}, verb {verb:g}), temperature {temperature:g}")
+    # Fixed margins rather than tight_layout: every frame has the same layout, and it is faster.
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.2, top=0.84, wspace=0.3)
+    return fig
+
+
+def explorer_alt(noun: float = 1.0, verb: float = 0.0, temperature: float = 1.0) -> str:
+    """Alt text of one explorer frame: where dog looks in each head."""
+    ex = explorer_example(noun, verb, temperature)
+    parts = []
+    for h in range(ex.num_heads):
+        row = ex.weights[h, 4]
+        top = float(row.max())
+        where = " and ".join(f"{j + 1} ({ex.tokens[j]})" for j in range(len(row)) if top - float(row[j]) < 1e-9)
+        parts.append(f"head {h + 1}: dog's largest weight {top:.2f} on token {where}")
+    return (f"Attention weights of both heads with dog = (det 0, noun {noun:g}, verb {verb:g}) and "
+            f"temperature {temperature:g}; " + "; ".join(parts) + ".")

@@ -1,0 +1,358 @@
+"""Chapter 3's worked example: every field recomputed with plain Python loops, and the modules agree."""
+import math
+
+import pytest
+import torch
+
+import mha
+from mha import worked
+
+T, D, H, DK = 5, 8, 2, 4
+
+
+# ----------------------------------------------------------------------------------------------
+# Plain-Python reference: lists of floats and loops, no tensor operations
+# ----------------------------------------------------------------------------------------------
+
+def lst(t):
+    return t.tolist()
+
+
+def matmul(a, b):
+    return [[sum(a[i][k] * b[k][j] for k in range(len(b))) for j in range(len(b[0]))] for i in range(len(a))]
+
+
+def softmax_row(row):
+    m = max(row)
+    exps = [math.exp(s - m) for s in row]
+    total = sum(exps)
+    return [e / total for e in exps]
+
+
+def reference(x, w_q, w_k, w_v, w_o, temperature=1.0):
+    """Every step by hand: projections, dot products, scaling, softmax, weighted sums, concat, W_O."""
+    q = [matmul(x, w) for w in w_q]
+    k = [matmul(x, w) for w in w_k]
+    v = [matmul(x, w) for w in w_v]
+    scores = [[[sum(q[h][i][d] * k[h][j][d] for d in range(DK)) for j in range(T)] for i in range(T)]
+              for h in range(H)]
+    scaled = [[[s / (math.sqrt(DK) * temperature) for s in row] for row in scores[h]] for h in range(H)]
+    weights = [[softmax_row(row) for row in scaled[h]] for h in range(H)]
+    heads = [[[sum(weights[h][i][j] * v[h][j][d] for j in range(T)) for d in range(DK)] for i in range(T)]
+             for h in range(H)]
+    concat = [heads[0][i] + heads[1][i] for i in range(T)]  # side by side: T x (H * DK)
+    output = matmul(concat, w_o)
+    return dict(q=q, k=k, v=v, scores=scores, scaled_scores=scaled, weights=weights, head_outputs=heads,
+                concat=concat, output=output)
+
+
+def assert_close(tensor, expected, tol=1e-12):
+    flat_t = torch.as_tensor(tensor).flatten().tolist()
+    flat_e = torch.tensor(expected, dtype=torch.float64).flatten().tolist()
+    assert len(flat_t) == len(flat_e)
+    assert max(abs(a - b) for a, b in zip(flat_t, flat_e)) < tol
+
+
+# Hand-written numbers the chapter's prose relies on.
+X_BY_HAND = [
+    [1, 0, 0, 1, 0, 0, 0, 0],  # the, position 1
+    [0, 1, 0, 0, 1, 0, 0, 0],  # cat
+    [0, 0, 1, 0, 0, 1, 0, 0],  # saw
+    [1, 0, 0, 0, 0, 0, 1, 0],  # the, position 4
+    [0, 1, 0, 0, 0, 0, 0, 1],  # dog
+]
+
+
+# ----------------------------------------------------------------------------------------------
+# The API: fields, shapes, dtypes
+# ----------------------------------------------------------------------------------------------
+
+def test_fields_shapes_and_dtypes():
+    ex = mha.worked_example()
+    assert ex.tokens == ["the", "cat", "saw", "the", "dog"]
+    assert (ex.d_model, ex.num_heads, ex.head_dim) == (D, H, DK)
+    shapes = {"x": (T, D), "w_o": (H * DK, D), "q": (H, T, DK), "k": (H, T, DK), "v": (H, T, DK),
+              "scores": (H, T, T), "scaled_scores": (H, T, T), "weights": (H, T, T),
+              "head_outputs": (H, T, DK), "concat": (T, H * DK), "output": (T, D)}
+    for name, shape in shapes.items():
+        value = getattr(ex, name)
+        assert tuple(value.shape) == shape, name
+        assert value.dtype == torch.float64, name
+    for name in ("w_q", "w_k", "w_v"):
+        mats = getattr(ex, name)
+        assert len(mats) == H
+        assert all(tuple(m.shape) == (D, DK) and m.dtype == torch.float64 for m in mats)
+
+
+def test_inputs_are_small_integers():
+    ex = mha.worked_example()
+    assert ex.x.tolist() == X_BY_HAND
+    for m in [ex.x, ex.w_o, *ex.w_q, *ex.w_k, *ex.w_v]:
+        assert torch.equal(m, torch.round(m))
+        assert m.abs().max() <= 5
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.5, 2.0])
+@pytest.mark.parametrize("edit", [None, (0, 0, 1), (0, 0.5, 0.5), (1, 0, 0)])
+def test_every_field_matches_plain_loops(temperature, edit):
+    x = None if edit is None else worked.edited_x(*edit)
+    ex = mha.worked_example(x, temperature=temperature)
+    x_list = X_BY_HAND if edit is None else [row[:] for row in X_BY_HAND[:4]] + [list(edit) + [0, 0, 0, 0, 1]]
+    assert_close(ex.x, x_list)
+    ref = reference(x_list, [lst(w) for w in ex.w_q], [lst(w) for w in ex.w_k], [lst(w) for w in ex.w_v],
+                    lst(ex.w_o), temperature)
+    for name, expected in ref.items():
+        assert_close(getattr(ex, name), expected)
+    assert ex.temperature == temperature
+
+
+def test_weights_rows_sum_to_one():
+    ex = mha.worked_example()
+    for h in range(H):
+        for i in range(T):
+            assert abs(sum(ex.weights[h, i].tolist()) - 1.0) < 1e-12
+
+
+def test_hand_numbers_of_the_prose():
+    """The exact values the chapter states: e²/(e²+4), 1/(e²+4), e²/(2e²+3), 1/(2e²+3)."""
+    ex = mha.worked_example()
+    e2 = math.exp(2)
+    # Raw scores are 4 on the chosen keys and 0 elsewhere; scaled by √4 = 2 they are 2 and 0.
+    assert set(ex.scores.flatten().tolist()) == {0.0, 4.0}
+    assert torch.equal(ex.scaled_scores, ex.scores / 2)
+    head1_keys = [0, 0, 1, 2, 3]  # previous token; token 1 has none and looks at itself
+    for i, j in enumerate(head1_keys):
+        assert abs(ex.weights[0, i, j].item() - e2 / (e2 + 4)) < 1e-12
+        others = [ex.weights[0, i, c].item() for c in range(T) if c != j]
+        assert max(abs(o - 1 / (e2 + 4)) for o in others) < 1e-12
+    # Head 2: tokens of the same type (the/the, cat/dog) share the weight; saw only has itself.
+    assert abs(ex.weights[1, 0, 0].item() - e2 / (2 * e2 + 3)) < 1e-12
+    assert abs(ex.weights[1, 0, 3].item() - e2 / (2 * e2 + 3)) < 1e-12
+    assert abs(ex.weights[1, 1, 4].item() - e2 / (2 * e2 + 3)) < 1e-12
+    assert abs(ex.weights[1, 1, 0].item() - 1 / (2 * e2 + 3)) < 1e-12
+    assert abs(ex.weights[1, 2, 2].item() - e2 / (e2 + 4)) < 1e-12
+
+
+def test_heads_attend_differently():
+    ex = mha.worked_example()
+    top1 = ex.weights[0].argmax(dim=-1).tolist()
+    assert top1 == [0, 0, 1, 2, 3]  # previous token
+    for i, token in enumerate(ex.tokens):  # head 2: the largest weights go to the same word type
+        top = ex.weights[1, i].max()
+        same = [j for j in range(T) if torch.equal(ex.x[j, :3], ex.x[i, :3])]
+        assert [j for j in range(T) if abs(ex.weights[1, i, j] - top) < 1e-12] == same, token
+
+
+def test_concat_is_along_the_feature_axis():
+    ex = mha.worked_example()
+    assert torch.equal(ex.concat[:, :DK], ex.head_outputs[0])
+    assert torch.equal(ex.concat[:, DK:], ex.head_outputs[1])
+    stacked = torch.cat(list(ex.head_outputs), dim=0)  # the source's vertical stack: (10, 4)
+    assert tuple(stacked.shape) == (2 * T, DK)
+    with pytest.raises(RuntimeError):
+        stacked @ ex.w_o
+
+
+# ----------------------------------------------------------------------------------------------
+# The modules agree with the hand steps
+# ----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("edit", [None, (0, 0, 1)])
+def test_mha_module_and_torch_module_agree(device, edit):
+    ex = mha.worked_example(None if edit is None else worked.edited_x(*edit))
+    module = worked.to_module(ex).to(device)
+    x = ex.x[None].to(device)  # (1, T, D)
+    out, weights = module(x)
+    assert (out[0].cpu() - ex.output).abs().max() < 1e-12
+    assert (weights[0].cpu() - ex.weights).abs().max() < 1e-12
+    ref = module.to_torch()
+    ref_out, ref_weights = ref(x, x, x, average_attn_weights=False)
+    assert (ref_out[0].detach().cpu() - ex.output).abs().max() < 1e-12
+    assert (ref_weights[0].detach().cpu() - ex.weights).abs().max() < 1e-12
+    assert sum(p.numel() for p in module.parameters()) == 4 * D * D
+
+
+def test_module_stores_transposed_weights():
+    ex = mha.worked_example()
+    module = worked.to_module(ex)
+    assert torch.equal(module.q_proj.weight, torch.cat(ex.w_q, dim=1).T)
+    assert torch.equal(module.out_proj.weight, ex.w_o.T)
+    assert module.q_proj.bias is None
+
+
+def test_single_head_of_the_same_size():
+    ex = mha.worked_example()
+    module = worked.single_head_module(ex)
+    assert sum(p.numel() for p in module.parameters()) == sum(p.numel() for p in worked.to_module(ex).parameters())
+    out, weights = module(ex.x[None])
+    # Independent loop: one head whose score is the sum of both heads' scores, scaled by √8.
+    q = matmul(X_BY_HAND, lst(torch.cat(ex.w_q, dim=1)))
+    k = matmul(X_BY_HAND, lst(torch.cat(ex.w_k, dim=1)))
+    v = matmul(X_BY_HAND, lst(torch.cat(ex.w_v, dim=1)))
+    w = [softmax_row([sum(q[i][d] * k[j][d] for d in range(H * DK)) / math.sqrt(H * DK) for j in range(T)])
+         for i in range(T)]
+    ctx = [[sum(w[i][j] * v[j][d] for j in range(T)) for d in range(H * DK)] for i in range(T)]
+    assert_close(weights[0].detach(), w)
+    assert_close(out[0].detach(), matmul(ctx, lst(ex.w_o)))
+    # The single head's scores are the sum of the two heads' scores.
+    assert torch.allclose(weights[0], torch.softmax(ex.scores.sum(0) / math.sqrt(8), dim=-1), atol=1e-12)
+    # With identical value maps, one softmax gives identical halves: head 1 - head 2 features vanish.
+    assert out[0, :, DK:].abs().max() < 1e-12
+
+
+# ----------------------------------------------------------------------------------------------
+# Formatting
+# ----------------------------------------------------------------------------------------------
+
+def test_format_matrix_and_latex_use_the_same_numbers():
+    ex = mha.worked_example()
+    text = worked.format_matrix(ex.weights[0], "A1", worked.token_labels(), ex.tokens, row_sums=True)
+    latex = worked.to_latex(ex.weights[0], "A_1", row_sums=True)
+    assert text.splitlines()[0] == "A1  (5 x 5)"
+    assert "0.649" in text and "0.088" in text and "1.000" in text
+    for line in text.splitlines()[2:]:
+        numbers = line.split()[2:]
+        assert all(n in latex for n in numbers)
+    assert latex.startswith(r"A_1 = \begin{bmatrix} 0.649 & 0.088")
+    assert latex.count(r"\\") == 2 * (T - 1)
+    # Integer matrices print exactly.
+    assert worked.to_latex(ex.scores[0], "S").startswith(r"S = \begin{bmatrix} 4 & 0 & 0")
+    assert worked.format_number(-0.0001, False) == "0.000"
+
+
+def test_matrix_display_has_text_and_latex():
+    ex = mha.worked_example()
+    items = worked.matrices(ex, "weights")
+    assert len(items) == 2
+    assert repr(items[0]) == items[0].text
+    assert items[1]._repr_latex_().startswith("$$ A_2 = ")
+    steps = ["x", "weights_in", "w_o", "qkv", "scores", "scaled_scores", "weights", "head_outputs", "concat",
+             "output"]
+    counts = [len(worked.matrices(ex, s)) for s in steps]
+    assert counts == [1, 6, 1, 6, 2, 2, 2, 2, 1, 1]
+
+
+def test_errors():
+    with pytest.raises(ValueError, match=r"step must be one of"):
+        worked.matrices(mha.worked_example(), "softmax")
+    with pytest.raises(ValueError, match=r"x must have shape \(T, D\) = \(5, 8\), found shape \(5, 4\)"):
+        mha.worked_example(torch.zeros(5, 4, dtype=torch.float64))
+    with pytest.raises(TypeError, match=r"x must be a torch.Tensor"):
+        mha.worked_example([[0.0] * 8] * 5)
+    with pytest.raises(TypeError, match=r"x must be a floating-point tensor"):
+        mha.worked_example(torch.zeros(5, 8, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"temperature must be a positive finite number, found 0"):
+        mha.worked_example(temperature=0)
+    with pytest.raises(TypeError, match=r"temperature must be a positive number, found str"):
+        mha.worked_example(temperature="1")
+    with pytest.raises(ValueError, match=r"token must be a token number 1..5"):
+        worked.edited_x(token=0)
+    with pytest.raises(ValueError, match=r"matrix must have 2 dimensions"):
+        worked.format_matrix(torch.zeros(2, 2, 2), "M")
+    with pytest.raises(ValueError, match=r"labels must match the matrix shape \(2, 2\)"):
+        worked.format_matrix(torch.zeros(2, 2), "M", ["a"], ["b", "c"])
+
+
+# ----------------------------------------------------------------------------------------------
+# check_row: says which step went wrong
+# ----------------------------------------------------------------------------------------------
+
+def right_answers(head, row, ex=None):
+    ex = ex or mha.worked_example()
+    h, r = head - 1, row - 1
+    return dict(scores=ex.scores[h, r].tolist(), weights=[round(w, 3) for w in ex.weights[h, r].tolist()],
+                output=[round(o, 3) for o in ex.head_outputs[h, r].tolist()])
+
+
+@pytest.mark.parametrize("head", [1, 2])
+@pytest.mark.parametrize("row", [1, 2, 3, 4, 5])
+def test_check_row_accepts_3_decimal_answers(head, row):
+    result = worked.check_row(head, row, **right_answers(head, row))
+    assert result.ok and result.first_error is None
+    assert repr(result).endswith("all steps given are correct")
+
+
+def test_check_row_names_the_wrong_step_and_the_slip():
+    ex = mha.worked_example()
+    good = right_answers(2, 3)
+    scaled = ex.scaled_scores[1, 2].tolist()
+    r = worked.check_row(2, 3, scores=scaled)
+    assert r.first_error == "scores" and "scaled" in repr(r)
+    r = worked.check_row(2, 2, scores=ex.scores[1, :, 1].tolist())  # symmetric: column == row
+    assert r.ok  # head 2's scores are symmetric, so a column is also right
+    r = worked.check_row(1, 2, scores=ex.scores[0, :, 1].tolist())
+    assert r.first_error == "scores" and "column 2" in repr(r)
+    r = worked.check_row(1, 3, scores=ex.scores[1, 2].tolist())
+    assert "head 2's scores" in repr(r)
+    r = worked.check_row(2, 3, scores=good["scores"], weights=torch.softmax(ex.scores[1, 2], -1).tolist())
+    assert r.first_error == "weights" and "softmax of the raw scores" in repr(r) and "scores   correct" in repr(r)
+    r = worked.check_row(2, 3, weights=torch.softmax(ex.scores[1, 2] / 4, -1).tolist())
+    assert "divided the scores by d_k = 4" in repr(r)
+    r = worked.check_row(2, 3, weights=[0.5, 0.1, 0.6, 0.1, 0.1])
+    assert "sums to 1.400" in repr(r)
+    wrong_scores = [0, 0, 4, 4, 0]
+    r = worked.check_row(2, 3, scores=wrong_scores, weights=torch.softmax(torch.tensor(wrong_scores) / 2.0, -1).tolist())
+    assert r.first_error == "scores" and "fix the scores first" in repr(r)
+    r = worked.check_row(1, 2, output=(ex.weights[0, :, 1] @ ex.v[0]).tolist())
+    assert r.first_error == "output" and "column 2 of the weights" in repr(r)
+    r = worked.check_row(1, 2, output=(ex.weights[0, 1] @ ex.k[0]).tolist())
+    assert "averaged the keys" in repr(r)
+    bad_w = torch.tensor([0.2] * 5, dtype=torch.float64)
+    r = worked.check_row(1, 2, weights=bad_w.tolist(), output=(bad_w @ ex.v[0]).tolist())
+    assert r.first_error == "weights" and "fix the weights first" in repr(r)
+    # The hints never print the expected numbers.
+    assert "0.649" not in repr(worked.check_row(1, 2, weights=[0.6, 0.1, 0.1, 0.1, 0.1]))
+
+
+def test_check_row_with_temperature():
+    ex = mha.worked_example(temperature=0.5)
+    answers = right_answers(1, 2, ex)
+    assert worked.check_row(1, 2, example=ex, **answers).ok
+    r = worked.check_row(1, 2, example=ex, weights=torch.softmax(ex.scores[0, 1] / 2, -1).tolist())
+    assert "temperature" in repr(r)
+
+
+def test_check_row_errors():
+    with pytest.raises(ValueError, match=r"head must be 1 or 2 \(numbered from 1, as on the page\), found 0"):
+        worked.check_row(0, 1, scores=[0] * 5)
+    with pytest.raises(ValueError, match=r"row must be a token number 1..5"):
+        worked.check_row(1, 6, scores=[0] * 5)
+    with pytest.raises(ValueError, match=r"give at least one of"):
+        worked.check_row(1, 1)
+    with pytest.raises(ValueError, match=r"scores must hold 5 numbers, found shape \(4,\)"):
+        worked.check_row(1, 1, scores=[0] * 4)
+    with pytest.raises(TypeError, match=r"weights must be a list of 5 numbers"):
+        worked.check_row(1, 1, weights="0.2")
+
+
+# ----------------------------------------------------------------------------------------------
+# Explorer
+# ----------------------------------------------------------------------------------------------
+
+def test_explorer_grid_is_small_and_renders():
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    from mha.widgets import frame_count
+
+    assert frame_count(worked.EXPLORER_CONTROLS) <= 30
+    fig = worked.render_explorer(noun=0, verb=1, temperature=0.5)
+    try:
+        assert isinstance(fig, Figure)
+        assert [ax.get_title() for ax in fig.axes[:2]] == ["head 1 (previous token)", "head 2 (same type)"]
+    finally:
+        plt.close(fig)
+
+
+def test_explorer_data():
+    verb_dog = worked.explorer_example(noun=0, verb=1)
+    assert torch.equal(verb_dog.x[4, :3], torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64))
+    assert verb_dog.weights[1, 4].argmax().item() == 2  # head 2: dog, now a verb, looks at saw
+    assert torch.equal(verb_dog.weights[0], mha.worked_example().weights[0])  # head 1 ignores types
+    assert worked.explorer_example().output.equal(mha.worked_example().output)
+    sharp = worked.explorer_example(temperature=0.5)
+    assert sharp.weights[0, 1, 0] > mha.worked_example().weights[0, 1, 0]
+    alt = worked.explorer_alt(noun=0, verb=1, temperature=1)
+    assert "head 2: dog's largest weight 0.42 on token 3 (saw) and 5 (dog)" in alt
+    summary = worked.explorer_summary(verb_dog)
+    assert summary.splitlines()[0] == "token 5 (dog), temperature 1"
