@@ -1,0 +1,561 @@
+"""Published model shapes and the cost tables of chapter 4, built on :mod:`mha.counting`.
+
+Every number here comes from :func:`mha.attention_params`, :func:`mha.attention_flops_breakdown`
+or :func:`mha.kv_cache_bytes`; this module only adds the published configurations (as data),
+the parts of a model that are not attention (embeddings, MLPs, norms) and tables, plots and
+explorer frames on top. The tests check each count against ``sum(p.numel() ...)`` of real
+modules and each cache size against real :class:`mha.KVCache` tensors.
+
+Notation: D = d_model, H = num_heads, G = num_kv_heads, Dh = head_dim = D / H, T = seq_len,
+L = num_layers, V = vocabulary size, P = learned positions, F = d_ff (MLP width).
+
+``import mha.configs`` does not import matplotlib: the plot and explorer functions import it
+when called.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ._checks import check_positive_int
+from .counting import attention_flops_breakdown, attention_params, kv_cache_bytes
+from .modules import GroupedQueryAttention
+
+#: Bytes per stored element for the precisions the chapter compares.
+BYTES_PER_ELEMENT = {"fp32": 4, "fp16": 2, "bf16": 2, "8-bit": 1}
+
+#: One GiB (2**30 bytes). Sizes in this chapter are binary: a "24 GB" card holds 24 GiB.
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The shape of a published transformer, enough to count its parameters exactly.
+
+    ``family`` says how the non-attention parts are built:
+    ``"bert"`` (post-norm encoder: word + position + token-type embeddings and a LayerNorm,
+    a GELU MLP with biases, a tanh pooler), ``"gpt2"`` (pre-norm decoder: token + position
+    embeddings, a final LayerNorm, the output layer tied to the token embedding) or
+    ``"llama"`` (pre-norm decoder with RMSNorm, a SwiGLU MLP without biases, rotary positions,
+    so no position table, and an untied output layer).
+
+    ``published_params`` is the exact parameter count of the released checkpoint;
+    ``paper_params`` the rounded figure the paper gives.
+    """
+
+    name: str
+    family: str
+    d_model: int
+    num_heads: int
+    num_layers: int
+    d_ff: int
+    vocab_size: int
+    num_kv_heads: int | None = None
+    max_positions: int = 0
+    bias: bool = True
+    published_params: int | None = None
+    paper_params: str = ""
+
+    def __post_init__(self):
+        if self.family not in {"bert", "gpt2", "llama"}:
+            raise ValueError(f"family must be 'bert', 'gpt2' or 'llama', found {self.family!r}")
+        attention_params(self.d_model, self.num_heads, self.num_kv_heads)  # validates the sizes
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.num_heads
+
+    @property
+    def kv_heads(self) -> int:
+        """G: key/value heads (H for multi-head attention)."""
+        return self.num_heads if self.num_kv_heads is None else self.num_kv_heads
+
+
+#: BERT (Devlin et al. 2019) and GPT-2 (Radford et al. 2019) as released. The GPT-2 paper's
+#: sizes (117M, 345M, 762M, 1542M) undercount the released models; OpenAI later renamed them
+#: 124M, 355M, 774M and 1558M.
+CLASSIC_CONFIGS = (
+    ModelConfig("BERT-base", "bert", 768, 12, 12, 3072, 30522, max_positions=512,
+                published_params=109_482_240, paper_params="110M"),
+    ModelConfig("BERT-large", "bert", 1024, 16, 24, 4096, 30522, max_positions=512,
+                published_params=335_141_888, paper_params="340M"),
+    ModelConfig("GPT-2 small", "gpt2", 768, 12, 12, 3072, 50257, max_positions=1024,
+                published_params=124_439_808, paper_params="117M"),
+    ModelConfig("GPT-2 medium", "gpt2", 1024, 16, 24, 4096, 50257, max_positions=1024,
+                published_params=354_823_168, paper_params="345M"),
+    ModelConfig("GPT-2 large", "gpt2", 1280, 20, 36, 5120, 50257, max_positions=1024,
+                published_params=774_030_080, paper_params="762M"),
+    ModelConfig("GPT-2 XL", "gpt2", 1600, 25, 48, 6400, 50257, max_positions=1024,
+                published_params=1_557_611_200, paper_params="1542M"),
+)
+
+#: Llama 2 7B (multi-head attention) and 70B (grouped-query attention, 8 KV heads), the pair the
+#: KV-cache section compares. Attention projections have no biases.
+LLAMA2_CONFIGS = (
+    ModelConfig("Llama-2-7B", "llama", 4096, 32, 32, 11008, 32000, bias=False,
+                published_params=6_738_415_616, paper_params="7B"),
+    ModelConfig("Llama-2-70B", "llama", 8192, 64, 80, 28672, 32000, num_kv_heads=8, bias=False,
+                published_params=68_976_648_192, paper_params="70B"),
+)
+
+
+def config(name: str) -> ModelConfig:
+    """The configuration called ``name`` (e.g. ``"GPT-2 XL"``)."""
+    for cfg in CLASSIC_CONFIGS + LLAMA2_CONFIGS:
+        if cfg.name == name:
+            return cfg
+    names = [c.name for c in CLASSIC_CONFIGS + LLAMA2_CONFIGS]
+    raise ValueError(f"name must be one of {names}, found {name!r}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters
+# ---------------------------------------------------------------------------------------------
+
+def attention_params_by_matrix(d_model: int, num_heads: int, num_kv_heads: int | None = None,
+                               bias: bool = True) -> dict:
+    """Parameters of one attention layer by matrix: ``W_Q, W_K, W_V, W_O, biases, total``.
+
+    W_Q and W_O are D x D, W_K and W_V are D x (G·Dh); ``total`` equals
+    :func:`mha.attention_params`.
+    """
+    total = attention_params(d_model, num_heads, num_kv_heads, bias)
+    kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+    kv_dim = kv_heads * (d_model // num_heads)
+    parts = {"W_Q": d_model * d_model, "W_K": d_model * kv_dim, "W_V": d_model * kv_dim,
+             "W_O": d_model * d_model}
+    parts["biases"] = total - sum(parts.values())
+    parts["total"] = total
+    return parts
+
+
+def params_fixed_head_dim(d_model: int, num_heads: int, head_dim: int, bias: bool = True) -> int:
+    """Parameters of multi-head attention whose heads have a fixed width ``head_dim``.
+
+    H heads of width Dh give W_Q, W_K, W_V of D x (H·Dh) and W_O of (H·Dh) x D:
+    4·H·Dh·D weights, plus 3·H·Dh + D biases. This grows linearly in H. When Dh = D / H it is
+    :func:`mha.attention_params` (4·D² + 4·D), which does not depend on H.
+    """
+    d_model = check_positive_int("d_model", d_model)
+    num_heads = check_positive_int("num_heads", num_heads)
+    head_dim = check_positive_int("head_dim", head_dim)
+    inner = num_heads * head_dim
+    return 4 * inner * d_model + ((3 * inner + d_model) if bias else 0)
+
+
+def source_single_head_count(d_model: int, num_heads: int) -> int:
+    """Seed 000's "≈737K" for BERT-base: W_Q, W_K, W_V of ONE head plus the full W_O.
+
+    3·D·Dh + D². It is neither one head's share nor the layer's total; kept to show the mistake.
+    """
+    head_dim = d_model // num_heads
+    return 3 * d_model * head_dim + d_model * d_model
+
+
+def source_kv_params(d_model: int, num_heads: int, num_kv_heads: int) -> int:
+    """Seed 003's table for MQA/GQA: (H + 2G)·Dh·D, which leaves out W_O (H·Dh·D = D²)."""
+    head_dim = d_model // num_heads
+    return (num_heads + 2 * num_kv_heads) * head_dim * d_model
+
+
+def layer_params(cfg: ModelConfig) -> int:
+    """Parameters of one transformer block of ``cfg`` (attention + MLP + norms)."""
+    d, f = cfg.d_model, cfg.d_ff
+    attention = attention_params(d, cfg.num_heads, cfg.num_kv_heads, cfg.bias)
+    if cfg.family == "llama":
+        return attention + 3 * d * f + 2 * d  # gate, up, down (no biases); two RMSNorm weights
+    return attention + (d * f + f) + (f * d + d) + 2 * (2 * d)  # two Linear layers; two LayerNorms
+
+
+def embedding_params(cfg: ModelConfig) -> int:
+    """Parameters outside the blocks: embeddings, final norm, pooler or untied output layer."""
+    d = cfg.d_model
+    if cfg.family == "bert":
+        # word + position + 2 token types, embedding LayerNorm; the pooler is a D x D Linear
+        return (cfg.vocab_size + cfg.max_positions + 2) * d + 2 * d + (d * d + d)
+    if cfg.family == "gpt2":
+        return (cfg.vocab_size + cfg.max_positions) * d + 2 * d  # output layer tied to wte
+    return 2 * cfg.vocab_size * d + d  # embedding + untied output layer; final RMSNorm
+
+
+def total_params(cfg: ModelConfig) -> int:
+    """All parameters: ``embedding_params(cfg) + num_layers · layer_params(cfg)`` (exact)."""
+    return embedding_params(cfg) + cfg.num_layers * layer_params(cfg)
+
+
+def build_skeleton(cfg: ModelConfig, device="meta") -> nn.Module:
+    """Torch modules with the parameter shapes of ``cfg``, for counting with ``sum(p.numel())``.
+
+    On the ``meta`` device no memory is allocated, so even a 70B-parameter skeleton is instant.
+    The blocks of BERT and GPT-2 are ``nn.TransformerEncoderLayer`` (same parameters: attention,
+    two Linear layers, two LayerNorms); Llama's are ``mha.GroupedQueryAttention`` without biases,
+    three bias-free Linear layers and two ``nn.RMSNorm``. An independent check of
+    :func:`total_params`, built from torch's own modules rather than from formulas.
+    """
+    d, f, h = cfg.d_model, cfg.d_ff, cfg.num_heads
+    with torch.device(device):
+        parts = nn.ModuleDict()
+        if cfg.family == "llama":
+            parts["embed"] = nn.Embedding(cfg.vocab_size, d)
+            parts["blocks"] = nn.ModuleList(nn.ModuleDict({
+                "attn": GroupedQueryAttention(d, h, cfg.kv_heads, bias=False),
+                "gate": nn.Linear(d, f, bias=False), "up": nn.Linear(d, f, bias=False),
+                "down": nn.Linear(f, d, bias=False), "norm1": nn.RMSNorm(d), "norm2": nn.RMSNorm(d),
+            }) for _ in range(cfg.num_layers))
+            parts["norm"] = nn.RMSNorm(d)
+            parts["lm_head"] = nn.Linear(d, cfg.vocab_size, bias=False)
+            return parts
+        parts["tokens"] = nn.Embedding(cfg.vocab_size, d)
+        parts["positions"] = nn.Embedding(cfg.max_positions, d)
+        parts["blocks"] = nn.ModuleList(nn.TransformerEncoderLayer(d, h, f) for _ in range(cfg.num_layers))
+        if cfg.family == "bert":
+            parts["token_types"] = nn.Embedding(2, d)
+            parts["embed_norm"] = nn.LayerNorm(d)
+            parts["pooler"] = nn.Linear(d, d)
+        else:
+            parts["final_norm"] = nn.LayerNorm(d)
+    return parts
+
+
+def count_params(module: nn.Module) -> int:
+    """``sum(p.numel() for p in module.parameters())``."""
+    return sum(p.numel() for p in module.parameters())
+
+
+def param_table(configs=CLASSIC_CONFIGS) -> list[dict]:
+    """One row per model: shape, attention parameters per layer and per stack, share of the total.
+
+    Columns: ``model, d_model, heads, head_dim, layers, attn_per_layer, attn_stack, total,
+    attn_share`` (fraction of all parameters that are attention projections).
+    """
+    rows = []
+    for cfg in configs:
+        per_layer = attention_params(cfg.d_model, cfg.num_heads, cfg.num_kv_heads, cfg.bias)
+        total = total_params(cfg)
+        rows.append({
+            "model": cfg.name, "d_model": cfg.d_model, "heads": cfg.num_heads, "head_dim": cfg.head_dim,
+            "layers": cfg.num_layers, "attn_per_layer": per_layer, "attn_stack": cfg.num_layers * per_layer,
+            "total": total, "attn_share": cfg.num_layers * per_layer / total,
+        })
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# FLOPs
+# ---------------------------------------------------------------------------------------------
+
+def flops_split(seq_len: int, d_model: int, num_heads: int, num_kv_heads: int | None = None) -> dict:
+    """Forward FLOPs split into ``projections`` (∝ T·D²) and ``attention`` (∝ T²·D), and ``total``."""
+    parts = attention_flops_breakdown(seq_len, d_model, num_heads, num_kv_heads)
+    projections = parts["q_proj"] + parts["kv_proj"] + parts["out_proj"]
+    attention = parts["scores"] + parts["weighted_sum"]
+    return {"projections": projections, "attention": attention, "total": parts["total"]}
+
+
+def crossover_seq_len(d_model: int, num_heads: int, num_kv_heads: int | None = None) -> float:
+    """The T at which attention FLOPs (4·T²·D) equal projection FLOPs.
+
+    Projections cost c·T with c = their FLOPs for one token; attention costs 4·D·T², so they
+    meet at T* = c / (4·D). For multi-head attention c = 8·D² and T* = 2·D; with G KV heads
+    c = 4·D² + 4·D·G·Dh and T* = D + G·Dh.
+    """
+    one_token = flops_split(1, d_model, num_heads, num_kv_heads)
+    return one_token["projections"] / one_token["attention"]
+
+
+def count_forward_flops(module: nn.Module, *args, **kwargs) -> int:
+    """FLOPs of ``module(*args, **kwargs)`` as counted by ``torch.utils.flop_counter.FlopCounterMode``.
+
+    The counter sees every matrix multiplication (2 FLOPs per multiply-add), not additions of
+    biases or the softmax: the same convention as :func:`mha.attention_flops`. Call attention
+    modules with ``need_weights=True``: the fused CPU kernel used otherwise is not counted.
+    Gradients stay on (only the forward runs): under ``torch.no_grad()`` an ``nn.MultiheadAttention``
+    in eval mode takes a fused "fast path" the counter does not see either.
+    """
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        module(*args, **kwargs)
+    return counter.get_total_flops()
+
+
+# ---------------------------------------------------------------------------------------------
+# KV cache
+# ---------------------------------------------------------------------------------------------
+
+def cache_bytes_per_token(cfg: ModelConfig, bytes_per_element: int = 2) -> int:
+    """KV-cache bytes one token adds across all layers of ``cfg`` (batch 1)."""
+    return kv_cache_bytes(1, 1, cfg.num_layers, cfg.kv_heads, cfg.head_dim, bytes_per_element)
+
+
+def source_cache_elements(batch_size: int, seq_len: int, d_model: int) -> int:
+    """Seed 003's 2·b·d_model·L: **elements** (not bytes) of ONE layer's multi-head KV cache."""
+    return 2 * batch_size * d_model * seq_len
+
+
+def max_context(budget_bytes: int, num_layers: int, num_kv_heads: int, head_dim: int,
+                bytes_per_element: int = 2, batch_size: int = 1) -> int:
+    """The longest sequence whose KV cache fits in ``budget_bytes`` (0 if not even one token)."""
+    budget_bytes = check_positive_int("budget_bytes", budget_bytes)
+    per_token = kv_cache_bytes(batch_size, 1, num_layers, num_kv_heads, head_dim, bytes_per_element)
+    return budget_bytes // per_token
+
+
+def kv_cache_table(configs=LLAMA2_CONFIGS, seq_lens=(4096, 32768), precisions=("fp16", "8-bit"),
+                   batch_size: int = 1) -> list[dict]:
+    """One row per (model, context, precision): ``model, kv_heads, seq_len, precision, bytes``."""
+    rows = []
+    for cfg in configs:
+        for seq_len in seq_lens:
+            for precision in precisions:
+                size = kv_cache_bytes(batch_size, seq_len, cfg.num_layers, cfg.kv_heads, cfg.head_dim,
+                                      BYTES_PER_ELEMENT[precision])
+                rows.append({"model": cfg.name, "kv_heads": cfg.kv_heads, "seq_len": seq_len,
+                             "precision": precision, "bytes": size})
+    return rows
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of ``n`` in increasing order (the valid numbers of KV heads for H = n)."""
+    n = check_positive_int("n", n)
+    return [g for g in range(1, n + 1) if n % g == 0]
+
+
+def gqa_sweep(d_model: int, num_heads: int, num_layers: int, seq_len: int, bytes_per_element: int = 2,
+              batch_size: int = 1, bias: bool = False) -> list[dict]:
+    """From MQA (g = 1) to MHA (g = H): ``kv_heads, params_per_layer, cache_bytes`` for every valid g."""
+    head_dim = d_model // num_heads
+    return [{"kv_heads": g, "params_per_layer": attention_params(d_model, num_heads, g, bias),
+             "cache_bytes": kv_cache_bytes(batch_size, seq_len, num_layers, g, head_dim, bytes_per_element)}
+            for g in divisors(num_heads)]
+
+
+def calculator(d_model: int, num_heads: int, num_kv_heads: int, num_layers: int, seq_len: int,
+               batch_size: int = 1, bytes_per_element: int = 2, bias: bool = False) -> dict:
+    """Everything the chapter's calculator shows for one setting.
+
+    Returns:
+        dict with ``head_dim``, ``params_per_layer``, ``params_stack``, ``flops_per_layer``
+        (forward, one sequence of ``seq_len``), ``projection_flops``, ``attention_flops``,
+        ``crossover_seq_len``, ``cache_bytes`` (whole stack, whole batch, ``seq_len`` tokens) and
+        ``cache_bytes_mha`` (the same with G = H).
+    """
+    per_layer = attention_params(d_model, num_heads, num_kv_heads, bias)
+    split = flops_split(seq_len, d_model, num_heads, num_kv_heads)
+    head_dim = d_model // num_heads
+    return {
+        "head_dim": head_dim, "params_per_layer": per_layer, "params_stack": num_layers * per_layer,
+        "flops_per_layer": split["total"], "projection_flops": split["projections"],
+        "attention_flops": split["attention"],
+        "crossover_seq_len": crossover_seq_len(d_model, num_heads, num_kv_heads),
+        "cache_bytes": kv_cache_bytes(batch_size, seq_len, num_layers, num_kv_heads, head_dim, bytes_per_element),
+        "cache_bytes_mha": kv_cache_bytes(batch_size, seq_len, num_layers, num_heads, head_dim, bytes_per_element),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Formatting
+# ---------------------------------------------------------------------------------------------
+
+def format_bytes(n: int) -> str:
+    """Binary units with two decimals: ``2.00 GiB``, ``320.00 KiB``."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} B"
+
+
+def format_table(rows: list[dict], columns: dict) -> str:
+    """A plain-text table: ``columns`` maps a row key to ``(header, format spec)``."""
+    header = [title for title, _ in columns.values()]
+    body = [[format(row[key], spec) if not callable(spec) else spec(row[key])
+             for key, (_, spec) in columns.items()] for row in rows]
+    widths = [max(len(line[i]) for line in [header] + body) for i in range(len(header))]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(line, widths)) for line in [header] + body]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# Plots and explorer frames (matplotlib is imported here, when they are called)
+# ---------------------------------------------------------------------------------------------
+
+def _plt():
+    import matplotlib.pyplot as plt
+
+    from .plotting import use_style
+
+    use_style()
+    return plt
+
+
+def plot_projection_strips(heads=(1, 4)):
+    """The four d_model x d_model projections, cut into one strip per head (one row per h).
+
+    W_Q, W_K, W_V are cut into h column strips (head i's d_model x d_k block), W_O into h row
+    strips (the rows that head i's output multiplies). More heads, thinner strips, same area.
+    """
+    from matplotlib.patches import Rectangle
+
+    from .plotting import head_color
+
+    plt = _plt()
+    fig, axes = plt.subplots(len(heads), 4, figsize=(8.0, 2.0 * len(heads) + 0.4), squeeze=False)
+    for r, (row, h) in enumerate(zip(axes, heads)):
+        for ax, name in zip(row, ("W_Q", "W_K", "W_V", "W_O")):
+            for i in range(h):
+                xy, size = ((0, 1 - (i + 1) / h), (1, 1 / h)) if name == "W_O" else ((i / h, 0), (1 / h, 1))
+                ax.add_patch(Rectangle(xy, *size, facecolor=head_color(i), edgecolor="white", lw=2, alpha=0.85))
+            ax.set_xlim(0, 1)
+            ax.set_ylim(0, 1)
+            ax.set_aspect("equal")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            ax.spines[:].set_visible(False)
+            if r == 0:
+                ax.set_title(name)
+        strips = "one block" if h == 1 else f"{h} strips, one per head"
+        row[0].set_ylabel(f"h = {h}\n({strips})")
+    fig.suptitle("Four d_model x d_model projections: heads cut them into strips, they add nothing",
+                 fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def plot_flops_vs_seq_len(d_model: int, num_heads: int, seq_lens, *, mark=None, ax=None):
+    """Log-log plot of projection and attention FLOPs against T, with the crossover T* marked."""
+    plt = _plt()
+    fig, ax = (plt.subplots() if ax is None else (ax.figure, ax))
+    splits = [flops_split(t, d_model, num_heads) for t in seq_lens]
+    ax.loglog(seq_lens, [s["projections"] for s in splits], label="projections  8·n·d_model²")
+    ax.loglog(seq_lens, [s["attention"] for s in splits], label="attention  4·n²·d_model")
+    ax.loglog(seq_lens, [s["total"] for s in splits], color="0.4", ls=":", label="total")
+    t_star = crossover_seq_len(d_model, num_heads)
+    ax.axvline(t_star, color="0.5", lw=0.8, ls="--")
+    ax.annotate(f"n* = 2·d_model = {t_star:g}", (t_star, ax.get_ylim()[0]), xytext=(4, 8),
+                textcoords="offset points", fontsize=8)
+    if mark is not None:
+        s = flops_split(mark, d_model, num_heads)
+        ax.plot([mark, mark], [s["projections"], s["attention"]], "o", color="black", ms=4)
+    ax.set_xlabel("sequence length n (tokens)")
+    ax.set_ylabel("forward FLOPs of one layer")
+    ax.set_title(f"Attention layer FLOPs, d_model = {d_model}")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_params_vs_heads(d_model: int, heads, *, fixed_head_dim: int = 64, mark=None, ax=None):
+    """Parameters of one layer against H: flat when Dh = D / H, linear when Dh is fixed."""
+    plt = _plt()
+    fig, ax = (plt.subplots() if ax is None else (ax.figure, ax))
+    split = [attention_params(d_model, h) / 1e6 for h in heads]
+    fixed = [params_fixed_head_dim(d_model, h, fixed_head_dim) / 1e6 for h in heads]
+    ax.plot(heads, split, "o-", label="d_k = d_model / h")
+    ax.plot(heads, fixed, "s--", label=f"d_k = {fixed_head_dim} fixed")
+    if mark is not None:
+        ax.plot([mark], [attention_params(d_model, mark) / 1e6], "o", color="black", ms=7, mfc="none")
+    ax.set_xticks(list(heads), [str(h) for h in heads])
+    ax.set_ylim(0, None)
+    ax.set_xlabel("number of heads h")
+    ax.set_ylabel("parameters of one layer (millions)")
+    ax.set_title(f"Attention parameters, d_model = {d_model}")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_gqa_sweep(rows: list[dict], *, title: str):
+    """Two panels against g: cache size (GiB) and parameters per layer (millions)."""
+    plt = _plt()
+    fig, (ax_cache, ax_params) = plt.subplots(1, 2, figsize=(9.0, 3.6))
+    g = [r["kv_heads"] for r in rows]
+    ax_cache.plot(g, [r["cache_bytes"] / GIB for r in rows], "o-")
+    ax_params.plot(g, [r["params_per_layer"] / 1e6 for r in rows], "s-", color="#E69F00")
+    ticks = [v for v in g if v == 1 or v >= g[-1] // 4 or v == g[len(g) // 2]]
+    for ax in (ax_cache, ax_params):
+        ax.set_xticks(ticks, [str(v) for v in ticks])
+        ax.set_ylim(0, None)
+        ax.set_xlabel("KV heads g  (1 = MQA, h = MHA)")
+    ax_cache.set_ylabel("KV cache (GiB)")
+    ax_cache.set_title("KV cache grows linearly in g")
+    ax_params.set_ylabel("parameters of one layer (millions)")
+    ax_params.set_title("parameters: (2h + 2g)·d_k·d_model")
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+#: Controls of the two explorers (each product of lengths <= 30 frames).
+COST_CONTROLS = {"d_model": [512, 1024], "num_heads": [1, 4, 16], "seq_len": [1024, 4096]}
+KV_CONTROLS = {"num_kv_heads": [1, 8, 32], "num_layers": [32, 80], "batch_size": [1, 8],
+               "precision": ["fp16", "8-bit"]}
+#: The model the KV explorer varies: H = 32 query heads of width 128 (d_model = 4096), 24 GiB budget.
+KV_EXPLORER_MODEL = {"num_heads": 32, "head_dim": 128, "budget_bytes": 24 * GIB}
+
+
+def render_cost(d_model: int, num_heads: int, seq_len: int):
+    """Explorer frame: parameters against h (left) and FLOPs against T (right) for one setting."""
+    plt = _plt()
+    fig, (ax_p, ax_f) = plt.subplots(1, 2, figsize=(8.5, 3.4))
+    plot_params_vs_heads(d_model, [1, 2, 4, 8, 16], mark=num_heads, ax=ax_p)
+    plot_flops_vs_seq_len(d_model, num_heads, [2**k for k in range(6, 16)], mark=seq_len, ax=ax_f)
+    c = calculator(d_model, num_heads, num_heads, 1, seq_len, bias=True)
+    fig.suptitle(f"h = {num_heads}, d_k = {c['head_dim']}: {c['params_per_layer']:,} parameters; "
+                 f"n = {seq_len}: projections {c['projection_flops'] / 1e9:.2f} GFLOP, "
+                 f"attention {c['attention_flops'] / 1e9:.2f} GFLOP", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def kv_explorer_values(num_kv_heads: int, num_layers: int, batch_size: int, precision: str) -> dict:
+    """Numbers behind a KV explorer frame: ``per_token`` bytes, ``max_context`` in the budget,
+    ``at_4k`` and ``at_32k`` bytes."""
+    m = KV_EXPLORER_MODEL
+    size = BYTES_PER_ELEMENT[precision]
+    args = (num_layers, num_kv_heads, m["head_dim"], size)
+    return {
+        "per_token": kv_cache_bytes(batch_size, 1, *args),
+        "max_context": max_context(m["budget_bytes"], *args, batch_size=batch_size),
+        "at_4k": kv_cache_bytes(batch_size, 4096, *args),
+        "at_32k": kv_cache_bytes(batch_size, 32768, *args),
+    }
+
+
+def render_kv(num_kv_heads: int, num_layers: int, batch_size: int, precision: str):
+    """Explorer frame: KV-cache size against context length, with the 24 GiB budget line."""
+    plt = _plt()
+    m = KV_EXPLORER_MODEL
+    v = kv_explorer_values(num_kv_heads, num_layers, batch_size, precision)
+    seq_lens = [0, 8192, 16384, 24576, 32768]
+    fig, ax = plt.subplots(figsize=(6.0, 3.4))
+    ax.plot(seq_lens, [t * v["per_token"] / GIB for t in seq_lens], "-", label="KV cache")
+    ax.axhline(m["budget_bytes"] / GIB, color="#D55E00", ls="--", lw=1, label="24 GiB budget")
+    ax.set_xlim(0, 32768)
+    ax.set_ylim(0, max(32.0, 32768 * v["per_token"] / GIB * 1.05))
+    ax.set_xlabel("context length (tokens)")
+    ax.set_ylabel("KV cache (GiB)")
+    kind = "MQA" if num_kv_heads == 1 else "MHA" if num_kv_heads == m["num_heads"] else "GQA"
+    ax.set_title(f"{kind}: g = {num_kv_heads} of h = {m['num_heads']} heads, {num_layers} layers, "
+                 f"batch {batch_size}, {precision}")
+    ax.text(0.02, 0.95, f"{format_bytes(v['per_token'])} per token\n"
+            f"fits {v['max_context']:,} tokens in 24 GiB", transform=ax.transAxes, va="top", fontsize=9)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def kv_alt(num_kv_heads: int, num_layers: int, batch_size: int, precision: str) -> str:
+    """Alt text of a KV explorer frame."""
+    v = kv_explorer_values(num_kv_heads, num_layers, batch_size, precision)
+    return (f"KV cache against context length for {num_kv_heads} KV heads, {num_layers} layers, batch "
+            f"{batch_size}, {precision}: {format_bytes(v['per_token'])} per token, "
+            f"{v['max_context']} tokens fit in 24 GiB.")
+
+
+def cost_alt(d_model: int, num_heads: int, seq_len: int) -> str:
+    """Alt text of a cost explorer frame."""
+    c = calculator(d_model, num_heads, num_heads, 1, seq_len, bias=True)
+    return (f"d_model {d_model}, {num_heads} heads: {c['params_per_layer']} parameters whatever h; "
+            f"at n = {seq_len}, projections {c['projection_flops']} FLOPs and attention "
+            f"{c['attention_flops']} FLOPs; they are equal at n = {c['crossover_seq_len']:g}.")

@@ -1,0 +1,316 @@
+"""Chapter 4's numbers: published configurations, parameter/FLOP/KV-cache tables and explorers.
+
+Every formula is compared with something independent: ``sum(p.numel())`` of real torch and mha
+modules, ``FlopCounterMode`` on a real forward pass, the bytes of real ``mha.KVCache`` tensors
+during decoding, and numbers worked out by hand.
+"""
+import pytest
+import torch
+from torch import nn
+
+import mha
+from mha import configs as C
+
+from conftest import randn
+
+ALL_CONFIGS = C.CLASSIC_CONFIGS + C.LLAMA2_CONFIGS
+
+
+def numel(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters of one layer
+# ---------------------------------------------------------------------------------------------
+
+SHAPES = [(8, 1), (8, 2), (12, 3), (64, 8), (96, 12), (768, 12), (1024, 16), (1280, 20), (1600, 25)]
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("d_model,num_heads", SHAPES)
+def test_attention_params_match_torch_and_mha_modules(d_model, num_heads, bias):
+    expected = mha.attention_params(d_model, num_heads, bias=bias)
+    with torch.device("meta"):  # shapes only: no memory, no initialisation cost
+        modules = [nn.MultiheadAttention(d_model, num_heads, bias=bias),
+                   mha.MultiHeadAttention(d_model, num_heads, bias=bias),
+                   mha.GroupedQueryAttention(d_model, num_heads, num_heads, bias=bias),
+                   mha.LoopedMultiHeadAttention(d_model, num_heads, bias=bias)]
+    for module in modules:
+        assert numel(module) == expected
+    assert expected == 4 * d_model**2 + (4 * d_model if bias else 0)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("d_model,num_heads,num_kv_heads", [
+    (8, 2, 1), (16, 4, 2), (64, 8, 1), (64, 8, 4), (96, 12, 3), (4096, 32, 8), (8192, 64, 8)])
+def test_gqa_params_match_modules_and_closed_form(d_model, num_heads, num_kv_heads, bias):
+    with torch.device("meta"):
+        module = mha.GroupedQueryAttention(d_model, num_heads, num_kv_heads, bias=bias)
+    count = mha.attention_params(d_model, num_heads, num_kv_heads, bias)
+    assert numel(module) == count
+    head_dim = d_model // num_heads
+    weights = (2 * num_heads + 2 * num_kv_heads) * head_dim * d_model
+    assert count == weights + ((2 * d_model + 2 * num_kv_heads * head_dim) if bias else 0)
+    parts = C.attention_params_by_matrix(d_model, num_heads, num_kv_heads, bias)
+    assert parts["W_Q"] == module.q_proj.weight.numel() and parts["W_O"] == module.out_proj.weight.numel()
+    assert parts["W_K"] == module.k_proj.weight.numel() and parts["W_V"] == module.v_proj.weight.numel()
+    biases = sum(p.numel() for name, p in module.named_parameters() if name.endswith("bias"))
+    assert parts["biases"] == biases and parts["total"] == count
+
+
+def test_hand_worked_bert_base_numbers_and_the_737k_mistake():
+    assert mha.attention_params(768, 12) == 2_362_368
+    assert mha.attention_params(768, 12, bias=False) == 2_359_296
+    torch_module = nn.MultiheadAttention(768, 12)
+    assert torch_module.in_proj_weight.numel() == 1_769_472  # 12 heads x (W_Q, W_K, W_V) of 768 x 64
+    assert torch_module.out_proj.weight.numel() == 589_824
+    assert numel(torch_module) == 2_362_368
+    assert numel(mha.SingleHeadAttention(768, bias=True)) == 2_362_368  # one full-width head: the same
+    # Seed 000: one head's W_Q, W_K, W_V (3 x 49,152) plus the whole W_O.
+    assert C.source_single_head_count(768, 12) == 3 * 49_152 + 589_824 == 737_280
+    one_head = mha.AttentionHead(768, 64, bias=False)
+    assert numel(one_head) == 147_456
+    assert 12 * numel(one_head) + 589_824 == 2_359_296
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("d_model,num_heads,head_dim", [(64, 1, 16), (64, 4, 16), (64, 8, 16), (48, 3, 64)])
+def test_fixed_head_dim_count_matches_a_module_of_heads(d_model, num_heads, head_dim, bias):
+    heads = nn.ModuleList(mha.AttentionHead(d_model, head_dim, bias) for _ in range(num_heads))
+    out_proj = nn.Linear(num_heads * head_dim, d_model, bias=bias)
+    assert C.params_fixed_head_dim(d_model, num_heads, head_dim, bias) == numel(heads) + numel(out_proj)
+
+
+def test_fixed_head_dim_grows_linearly_and_agrees_with_split_heads():
+    counts = [C.params_fixed_head_dim(768, h, 64, bias=False) for h in (1, 2, 3, 4)]
+    assert [b - a for a, b in zip(counts, counts[1:])] == [4 * 64 * 768] * 3
+    for h in (1, 2, 4, 8, 16):
+        assert C.params_fixed_head_dim(512, h, 512 // h) == mha.attention_params(512, h)
+
+
+def test_source_gqa_formula_leaves_out_w_o():
+    for d_model, h, g in [(768, 12, 1), (768, 12, 4), (8192, 64, 8)]:
+        d_k = d_model // h
+        missing = mha.attention_params(d_model, h, g, bias=False) - C.source_kv_params(d_model, h, g)
+        assert missing == h * d_k * d_model == d_model**2
+    # Llama-2-70B's layer by hand: (2·64 + 2·8)·128·8192
+    assert mha.attention_params(8192, 64, 8, bias=False) == 144 * 128 * 8192 == 150_994_944
+
+
+# ---------------------------------------------------------------------------------------------
+# Whole models
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("cfg", ALL_CONFIGS, ids=lambda c: c.name)
+def test_total_params_match_skeleton_and_released_checkpoint(cfg):
+    assert C.total_params(cfg) == numel(C.build_skeleton(cfg)) == cfg.published_params
+
+
+@pytest.mark.parametrize("cfg", C.CLASSIC_CONFIGS, ids=lambda c: c.name)
+def test_head_dim_64_rule(cfg):
+    assert cfg.head_dim == 64 and cfg.d_model == 64 * cfg.num_heads
+
+
+def test_paper_figures_are_rounded_and_gpt2_undercounts():
+    millions = {c.name: C.total_params(c) / 1e6 for c in C.CLASSIC_CONFIGS}
+    assert round(millions["BERT-base"], -1) == 110 and abs(millions["BERT-large"] / 340 - 1) < 0.02
+    for name, paper in [("GPT-2 small", 117), ("GPT-2 medium", 345), ("GPT-2 large", 762), ("GPT-2 XL", 1542)]:
+        assert millions[name] > paper  # the GPT-2 paper's sizes are all below the released models'
+    assert round(millions["GPT-2 small"]) == 124 and round(millions["GPT-2 XL"]) == 1558
+
+
+def test_param_table_by_hand():
+    rows = {r["model"]: r for r in C.param_table()}
+    gpt2 = rows["GPT-2 small"]
+    assert gpt2["attn_per_layer"] == 2_362_368 and gpt2["attn_stack"] == 12 * 2_362_368 == 28_348_416
+    assert gpt2["total"] == 124_439_808 and gpt2["attn_share"] == pytest.approx(0.2278, abs=5e-5)
+    assert rows["GPT-2 XL"]["attn_per_layer"] == 10_246_400 and rows["BERT-large"]["attn_per_layer"] == 4_198_400
+    # GPT-2's block is 12·D² + 13·D: attention is a third of a block's weights
+    for cfg in C.CLASSIC_CONFIGS:
+        if cfg.family == "gpt2":
+            assert C.layer_params(cfg) == 12 * cfg.d_model**2 + 13 * cfg.d_model
+    shares = [r["attn_share"] for r in C.param_table() if r["model"].startswith("GPT-2")]
+    assert shares == sorted(shares) and shares[-1] < 1 / 3
+
+
+def test_llama_layer_params_match_modules():
+    cfg = C.config("Llama-2-7B")
+    assert C.layer_params(cfg) == 4 * 4096**2 + 3 * 4096 * 11008 + 2 * 4096 == 202_383_360
+    assert C.cache_bytes_per_token(cfg) == 2 * 32 * 32 * 128 * 2 == 524_288
+    assert C.cache_bytes_per_token(C.config("Llama-2-70B")) == 2 * 80 * 8 * 128 * 2 == 327_680
+
+
+# ---------------------------------------------------------------------------------------------
+# FLOPs
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("d_model,num_heads,num_kv_heads,seq_len", [
+    (32, 1, 1, 5), (32, 4, 4, 7), (32, 4, 2, 7), (48, 6, 1, 9), (64, 8, 8, 16)])
+def test_flops_match_flop_counter(d_model, num_heads, num_kv_heads, seq_len):
+    x = randn(2, seq_len, d_model, seed=1)
+    module = mha.GroupedQueryAttention(d_model, num_heads, num_kv_heads).eval()
+    counted = C.count_forward_flops(module, x, need_weights=True)
+    assert counted == 2 * mha.attention_flops(seq_len, d_model, num_heads, num_kv_heads)  # batch of 2
+
+
+@pytest.mark.parametrize("d_model,seq_len", [(32, 5)])
+def test_splitting_into_heads_does_not_change_flops(d_model, seq_len):
+    x = randn(1, seq_len, d_model, seed=2)
+    formula = mha.attention_flops(seq_len, d_model, 1)
+    assert C.count_forward_flops(mha.SingleHeadAttention(d_model), x) == formula
+    for h in (1, 2, 4, 8):
+        assert mha.attention_flops(seq_len, d_model, h) == formula
+        assert C.count_forward_flops(mha.MultiHeadAttention(d_model, h).eval(), x) == formula
+        assert C.count_forward_flops(mha.LoopedMultiHeadAttention(d_model, h), x) == formula
+        torch_module = nn.MultiheadAttention(d_model, h, batch_first=True).eval()
+        assert C.count_forward_flops(torch_module, x, x, x, need_weights=True) == formula
+
+
+def test_flops_split_and_crossover():
+    for d_model, h in [(768, 12), (1024, 16), (1600, 25)]:
+        assert C.crossover_seq_len(d_model, h) == 2 * d_model
+        at = C.flops_split(2 * d_model, d_model, h)
+        assert at["projections"] == at["attention"] == 8 * (2 * d_model) * d_model**2
+        below, above = C.flops_split(2 * d_model - 1, d_model, h), C.flops_split(2 * d_model + 1, d_model, h)
+        assert below["attention"] < below["projections"] and above["attention"] > above["projections"]
+    assert C.crossover_seq_len(8192, 64, 8) == 8192 + 8 * 128 == 9216
+    split = C.flops_split(100, 64, 4)
+    assert split["projections"] == 8 * 100 * 64**2 and split["attention"] == 4 * 100**2 * 64
+    assert split["total"] == mha.attention_flops(100, 64, 4)
+
+
+# ---------------------------------------------------------------------------------------------
+# KV cache
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("num_heads,num_kv_heads", [(4, 4), (4, 2), (4, 1)])
+def test_kv_cache_bytes_during_decoding(dtype, num_heads, num_kv_heads):
+    batch_size, d_model, num_layers, steps = 2, 32, 3, 6
+    layers = [mha.GroupedQueryAttention(d_model, num_heads, num_kv_heads).to(dtype).eval()
+              for _ in range(num_layers)]
+    caches = [layer.new_cache(batch_size, steps) for layer in layers]
+    head_dim, size = d_model // num_heads, torch.empty((), dtype=dtype).element_size()
+    allocated = sum(c.nbytes for c in caches)
+    assert allocated == mha.kv_cache_bytes(batch_size, steps, num_layers, num_kv_heads, head_dim, size)
+    x = randn(batch_size, steps, d_model, seed=3).to(dtype)
+    with torch.no_grad():
+        for t in range(steps):
+            h = x[:, t:t + 1]
+            for layer, cache in zip(layers, caches):
+                h, _ = layer.decode_step(h, cache)
+            used = sum(c.keys[:, :, :c.length].nbytes + c.values[:, :, :c.length].nbytes for c in caches)
+            assert used == mha.kv_cache_bytes(batch_size, t + 1, num_layers, num_kv_heads, head_dim, size)
+    if num_kv_heads == num_heads:  # seed 003's 2·b·d_model·L: elements of one layer
+        elements = C.source_cache_elements(batch_size, steps, d_model)
+        assert elements == caches[0].keys.numel() + caches[0].values.numel()
+        assert elements * num_layers * size == allocated
+
+
+def test_eight_bit_cache_bytes():
+    cache = mha.KVCache(2, 16, 2, 8, dtype=torch.float8_e4m3fn)
+    assert cache.nbytes == mha.kv_cache_bytes(2, 16, 1, 2, 8, C.BYTES_PER_ELEMENT["8-bit"]) == 1024
+
+
+def test_kv_cache_table_by_hand():
+    rows = {(r["model"], r["seq_len"], r["precision"]): r["bytes"] for r in C.kv_cache_table()}
+    assert rows[("Llama-2-7B", 4096, "fp16")] == 2 * C.GIB
+    assert rows[("Llama-2-7B", 32768, "fp16")] == 16 * C.GIB
+    assert rows[("Llama-2-7B", 32768, "8-bit")] == 8 * C.GIB
+    assert rows[("Llama-2-70B", 4096, "fp16")] == 5 * C.GIB // 4
+    assert rows[("Llama-2-70B", 32768, "fp16")] == 10 * C.GIB
+    assert rows[("Llama-2-70B", 4096, "8-bit")] == 640 * 2**20
+    # Seed 003's per-layer elements x layers x bytes for the 7B model at 4k context
+    assert C.source_cache_elements(1, 4096, 4096) * 32 * 2 == rows[("Llama-2-7B", 4096, "fp16")]
+
+
+def test_max_context_is_the_largest_that_fits():
+    budget = 24 * C.GIB
+    for layers, g, dh, size, batch in [(32, 32, 128, 2, 1), (80, 8, 128, 2, 1), (32, 32, 128, 1, 1),
+                                       (32, 8, 128, 2, 8), (12, 12, 64, 4, 3)]:
+        n = C.max_context(budget, layers, g, dh, size, batch_size=batch)
+        assert mha.kv_cache_bytes(batch, n, layers, g, dh, size) <= budget
+        assert mha.kv_cache_bytes(batch, n + 1, layers, g, dh, size) > budget
+    assert C.max_context(budget, 32, 32, 128, 2) == 49_152
+    assert C.max_context(budget, 32, 32, 128, 1) == 98_304
+    assert C.max_context(budget, 80, 8, 128, 2) == 78_643
+    assert C.max_context(100, 32, 32, 128, 2) == 0
+
+
+def test_gqa_sweep_matches_modules():
+    rows = C.gqa_sweep(64, 8, num_layers=2, seq_len=10, bytes_per_element=4)
+    assert [r["kv_heads"] for r in rows] == [1, 2, 4, 8]
+    for r in rows:
+        module = mha.GroupedQueryAttention(64, 8, r["kv_heads"], bias=False)
+        assert r["params_per_layer"] == numel(module)
+        assert r["cache_bytes"] == 2 * module.new_cache(1, 10).nbytes
+    ratios = [r["cache_bytes"] / rows[-1]["cache_bytes"] for r in rows]
+    assert ratios == [1 / 8, 2 / 8, 4 / 8, 1.0]  # MQA and GQA divide the MHA cache by h and h/g
+    assert C.divisors(64) == [1, 2, 4, 8, 16, 32, 64] and C.divisors(1) == [1]
+
+
+def test_calculator():
+    c = C.calculator(4096, 32, 8, 32, 4096, batch_size=2, bytes_per_element=2)
+    assert c["head_dim"] == 128 and c["params_per_layer"] == mha.attention_params(4096, 32, 8, bias=False)
+    assert c["params_stack"] == 32 * c["params_per_layer"]
+    assert c["cache_bytes"] * 4 == c["cache_bytes_mha"] == 4 * C.GIB
+    assert c["projection_flops"] + c["attention_flops"] == c["flops_per_layer"] == mha.attention_flops(4096, 4096, 32, 8)
+    assert c["crossover_seq_len"] == 4096 + 8 * 128
+
+
+# ---------------------------------------------------------------------------------------------
+# Explorers, plots, formatting, errors
+# ---------------------------------------------------------------------------------------------
+
+def test_explorer_grids_are_small_and_valid():
+    from mha.widgets import frame_count, grid
+
+    for controls in (C.COST_CONTROLS, C.KV_CONTROLS):
+        assert frame_count(controls) <= 30
+    for values in grid(C.COST_CONTROLS):
+        assert values["d_model"] % values["num_heads"] == 0
+        assert "parameters" in C.cost_alt(**values)
+    for values in grid(C.KV_CONTROLS):
+        assert C.KV_EXPLORER_MODEL["num_heads"] % values["num_kv_heads"] == 0
+        v = C.kv_explorer_values(**values)
+        assert v["at_32k"] == 32768 * v["per_token"] and v["at_4k"] == 4096 * v["per_token"]
+        assert v["max_context"] == C.max_context(24 * C.GIB, values["num_layers"], values["num_kv_heads"], 128,
+                                                 C.BYTES_PER_ELEMENT[values["precision"]], values["batch_size"])
+        assert f"{v['max_context']} tokens" in C.kv_alt(**values)
+
+
+def test_render_functions_return_figures():
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    figs = [C.render_cost(768, 4, 2048), C.render_kv(8, 32, 1, "fp16"),
+            C.plot_flops_vs_seq_len(768, 12, [64, 1024, 8192], mark=1024),
+            C.plot_gqa_sweep(C.gqa_sweep(64, 8, 2, 10), title="sweep")]
+    try:
+        for fig in figs:
+            assert isinstance(fig, Figure) and all(ax.get_title() for ax in fig.axes)
+        assert "g = 8 of h = 32" in figs[1].axes[0].get_title()
+    finally:
+        for fig in figs:
+            plt.close(fig)
+
+
+def test_format_helpers():
+    assert C.format_bytes(2 * C.GIB) == "2.00 GiB" and C.format_bytes(327_680) == "320.00 KiB"
+    assert C.format_bytes(640 * 2**20) == "640.00 MiB" and C.format_bytes(12) == "12 B"
+    table = C.format_table([{"a": 1, "b": 0.5}], {"a": ("A", ","), "b": ("bee", ".1%")})
+    assert table.splitlines() == ["A    bee", "-  -----", "1  50.0%"]
+
+
+@pytest.mark.parametrize("call,exc,msg", [
+    (lambda: C.config("GPT-5"), ValueError, r"name must be one of .* found 'GPT-5'"),
+    (lambda: C.ModelConfig("x", "t5", 64, 4, 1, 256, 100), ValueError, r"family must be 'bert', 'gpt2' or 'llama'"),
+    (lambda: C.ModelConfig("x", "gpt2", 64, 5, 1, 256, 100), ValueError, r"d_model \(64\) must be divisible by num_heads \(5\)"),
+    (lambda: C.params_fixed_head_dim(64, 4, 0), ValueError, r"head_dim must be a positive int, found 0"),
+    (lambda: C.max_context(0, 32, 32, 128), ValueError, r"budget_bytes must be a positive int, found 0"),
+    (lambda: C.divisors(2.5), TypeError, r"n must be a positive int, found float"),
+])
+def test_errors(call, exc, msg):
+    with pytest.raises(exc, match=msg):
+        call()
