@@ -1,0 +1,279 @@
+"""Chapter 5's merges: shapes, the concat == MultiHeadAttention identity, costs against real modules."""
+import pytest
+import torch
+from torch import nn
+from torch.utils.flop_counter import FlopCounterMode
+
+import mha
+from mha import merging
+from mha.merging import MERGES, MergedMultiHeadAttention
+from conftest import randn
+
+
+def n_params(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+def seeded_module(d_model, num_heads, merge, bias=True, seed=0, dtype=torch.float32):
+    torch.manual_seed(seed)
+    m = MergedMultiHeadAttention(d_model, num_heads, merge, bias=bias).to(dtype)
+    if merge == "weighted":  # move away from the uniform start so the weights matter
+        with torch.no_grad():
+            m.merge_layer.head_logits.copy_(randn(num_heads, seed=seed + 1, dtype=dtype))
+    return m
+
+
+@pytest.mark.parametrize("merge", MERGES)
+@pytest.mark.parametrize("d_model,num_heads,T,S", [(8, 1, 3, 3), (12, 3, 4, 6), (16, 4, 5, 5)])
+def test_shapes(merge, d_model, num_heads, T, S, device):
+    m = seeded_module(d_model, num_heads, merge).to(device)
+    q, kv = randn(2, T, d_model, seed=1, device=device), randn(2, S, d_model, seed=2, device=device)
+    out, weights = m(q, kv, kv)
+    assert out.shape == (2, T, d_model)
+    assert weights.shape == (2, num_heads, T, S)
+    assert torch.allclose(weights.sum(-1), torch.ones(2, num_heads, T, device=device), atol=1e-5)
+    heads, _ = m.head_outputs(q, kv, kv)
+    assert heads.shape == (2, num_heads, T, d_model // num_heads)
+    out2, none = m(q, kv, kv, need_weights=False)
+    assert none is None and torch.equal(out, out2)
+    coeff = m.head_coefficients(q, kv, kv)
+    if merge == "concat":
+        assert coeff is None
+    else:
+        assert coeff.shape == (2, T, num_heads)
+        assert torch.allclose(coeff.sum(-1), torch.ones(2, T, device=device), atol=1e-5)
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("d_model,num_heads", [(8, 2), (12, 3), (16, 16)])
+def test_concat_equals_multi_head_attention(bias, dtype, d_model, num_heads, device):
+    torch.manual_seed(3)
+    ref = mha.MultiHeadAttention(d_model, num_heads, bias=bias).to(device, dtype)
+    m = MergedMultiHeadAttention.from_multi_head(ref)
+    assert n_params(m) == n_params(ref) == mha.attention_params(d_model, num_heads, bias=bias)
+    q, kv = randn(2, 4, d_model, seed=4, dtype=dtype, device=device), randn(2, 6, d_model, seed=5, dtype=dtype, device=device)
+    pad = torch.tensor([[False] * 6, [False] * 4 + [True] * 2], device=device)
+    mask = torch.rand(4, 6, generator=torch.Generator().manual_seed(6)).to(device) > 0.3
+    tol = 1e-5 if dtype == torch.float32 else 1e-12
+    for kwargs in ({}, {"mask": mask}, {"key_padding_mask": pad}, {"mask": mask, "key_padding_mask": pad}):
+        out_ref, w_ref = ref(q, kv, kv, **kwargs)
+        out, w = m(q, kv, kv, **kwargs)
+        assert torch.allclose(out, out_ref, atol=tol, rtol=0)
+        assert torch.allclose(w, w_ref, atol=tol, rtol=0)
+
+
+def test_concat_equals_torch_module():
+    torch.manual_seed(7)
+    ref = nn.MultiheadAttention(16, 4, batch_first=True)
+    m = MergedMultiHeadAttention.from_multi_head(mha.MultiHeadAttention.from_torch(ref))
+    x = randn(3, 5, 16, seed=8)
+    out_ref, w_ref = ref(x, x, x, average_attn_weights=False)
+    out, w = m(x)
+    assert torch.allclose(out, out_ref, atol=1e-5) and torch.allclose(w, w_ref, atol=1e-6)
+
+
+def loop_merge(m, x):
+    """Reference for every merge, one head and one token at a time."""
+    heads, _ = m.head_outputs(x)  # (B, H, T, Dh)
+    layer, (B, H, T, _) = m.merge_layer, heads.shape
+    out = torch.zeros(B, T, m.d_model, dtype=x.dtype)
+    for b in range(B):
+        for t in range(T):
+            if m.merge == "concat":
+                vec = torch.cat([heads[b, h, t] for h in range(H)])
+            else:
+                if m.merge == "average":
+                    c = [1.0 / H] * H
+                elif m.merge == "weighted":
+                    e = [float(torch.exp(v)) for v in layer.head_logits]
+                    c = [v / sum(e) for v in e]
+                else:
+                    logits = layer.gate.weight @ x[b, t] + layer.gate.bias
+                    e = [float(torch.exp(v)) for v in logits]
+                    c = [v / sum(e) for v in e]
+                vec = sum(c[h] * heads[b, h, t] for h in range(H))
+            out[b, t] = layer.out_proj.weight @ vec + layer.out_proj.bias
+    return out
+
+
+@pytest.mark.parametrize("merge", MERGES)
+def test_each_merge_against_a_loop(merge):
+    m = seeded_module(12, 3, merge, dtype=torch.float64, seed=9)
+    x = randn(2, 4, 12, seed=10, dtype=torch.float64)
+    with torch.no_grad():
+        assert torch.allclose(m(x)[0], loop_merge(m, x), atol=1e-12)
+
+
+def test_fresh_weighted_merge_is_the_average():
+    torch.manual_seed(11)
+    avg = MergedMultiHeadAttention(8, 2, "average")
+    torch.manual_seed(11)
+    weighted = MergedMultiHeadAttention(8, 2, "weighted")
+    weighted.merge_layer.out_proj.load_state_dict(avg.merge_layer.out_proj.state_dict())
+    for name in ("q_proj", "k_proj", "v_proj"):
+        getattr(weighted, name).load_state_dict(getattr(avg, name).state_dict())
+    x = randn(2, 3, 8, seed=12)
+    assert torch.allclose(avg(x)[0], weighted(x)[0], atol=1e-7)
+
+
+def test_average_and_mix_functions():
+    heads = randn(2, 3, 4, 5, seed=13, dtype=torch.float64)  # (B, H, T, Dh)
+    manual = (heads[:, 0] + heads[:, 1] + heads[:, 2]) / 3
+    assert torch.allclose(merging.average_head_outputs(heads), manual)
+    assert torch.allclose(merging.mix_heads(heads, torch.full((3,), 1 / 3, dtype=torch.float64)), manual)
+    c = torch.tensor([0.5, 0.25, 0.25], dtype=torch.float64)
+    assert torch.allclose(merging.mix_heads(heads, c), 0.5 * heads[:, 0] + 0.25 * heads[:, 1] + 0.25 * heads[:, 2])
+    with pytest.raises(ValueError, match=r"coefficients must have shape \(H,\) = \(3,\)"):
+        merging.mix_heads(heads, torch.ones(2, dtype=torch.float64))
+    with pytest.raises(ValueError, match=r"heads must have shape \(B, H, T, Dh\)"):
+        merging.average_head_outputs(heads[0])
+    with pytest.raises(TypeError, match="heads must be a torch.Tensor"):
+        merging.average_head_outputs([1.0])
+
+
+def test_averaging_loses_who_did_what():
+    """Two inputs whose heads carry swapped information: same average, different concatenation."""
+    cat, mouse = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])
+    a = torch.stack([cat, mouse])[None, :, None]  # (1, H=2, T=1, Dh=2): head 1 subject, head 2 object
+    b = torch.stack([mouse, cat])[None, :, None]
+    assert torch.equal(merging.average_head_outputs(a), merging.average_head_outputs(b))
+    assert not torch.equal(mha.merge_heads(a), mha.merge_heads(b))
+    # The hand-built module reproduces it from real attention.
+    for merge in ("average", "concat"):
+        m = merging.role_heads_example(merge)
+        xa = merging.encode_sentence("cat chases mouse")
+        xb = merging.encode_sentence("mouse chases cat")
+        out_a, out_b = m(xa)[0][0, 1], m(xb)[0][0, 1]
+        if merge == "average":
+            assert torch.allclose(out_a, out_b, atol=1e-6)
+        else:
+            assert (out_a - out_b).abs().max() > 0.9
+
+
+@pytest.mark.parametrize("merge", ["concat", "average", "weighted"])
+def test_to_concat_is_the_same_function(merge):
+    m = seeded_module(12, 4, merge, dtype=torch.float64, seed=14)
+    c = merging.to_concat(m)
+    x = randn(2, 5, 12, seed=15, dtype=torch.float64)
+    assert torch.allclose(m(x)[0], c(x)[0], atol=1e-12)
+    rank = int(torch.linalg.matrix_rank(merging.equivalent_out_proj(m)))
+    assert rank == (12 if merge == "concat" else 3)  # averaging: rank Dh = D / H at most
+
+
+def test_equivalent_out_proj_errors():
+    with pytest.raises(ValueError, match="merge 'gated' has no equivalent W_O"):
+        merging.equivalent_out_proj(MergedMultiHeadAttention(8, 2, "gated"))
+    with pytest.raises(TypeError, match="module must be an mha.merging.MergedMultiHeadAttention"):
+        merging.equivalent_out_proj(mha.MultiHeadAttention(8, 2))
+
+
+@pytest.mark.parametrize("merge", MERGES)
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("d_model,num_heads", [(768, 12), (1024, 16), (32, 4), (12, 3)])
+def test_merge_params_match_modules(merge, bias, d_model, num_heads):
+    m = MergedMultiHeadAttention(d_model, num_heads, merge, bias=bias)
+    assert merging.merge_params(d_model, num_heads, merge, bias) == n_params(m.merge_layer)
+    assert merging.merged_attention_params(d_model, num_heads, merge, bias) == n_params(m)
+
+
+def test_merge_params_hand_numbers():
+    assert merging.merge_params(768, 12, "concat") == 768 * 768 + 768 == 590_592
+    assert merging.merge_params(768, 12, "average") == 64 * 768 + 768 == 49_920
+    assert merging.merge_params(768, 12, "average", bias=False) == 49_152
+    assert merging.merge_params(768, 12, "weighted") == 49_920 + 12
+    assert merging.merge_params(768, 12, "gated") == 49_920 + 768 * 12 + 12
+    assert merging.merged_attention_params(768, 12, "concat") == mha.attention_params(768, 12) == 2_362_368
+
+
+@pytest.mark.parametrize("merge", MERGES)
+@pytest.mark.parametrize("d_model,num_heads,T", [(32, 4, 7), (48, 6, 3)])
+def test_merge_flops_match_flop_counter(merge, d_model, num_heads, T):
+    m = MergedMultiHeadAttention(d_model, num_heads, merge)
+    heads = randn(1, num_heads, T, d_model // num_heads, seed=16)
+    x = randn(1, T, d_model, seed=17)
+    with FlopCounterMode(display=False) as counter:
+        m.merge_layer(heads, x)
+    assert counter.get_total_flops() == merging.merge_flops(T, d_model, num_heads, merge)
+    parts = merging.merge_flops_breakdown(T, d_model, num_heads, merge)
+    assert parts["total"] == parts["gate"] + parts["mix"] + parts["project"]
+
+
+def test_merge_flops_hand_numbers():
+    assert merging.merge_flops(512, 768, 12, "concat") == 2 * 512 * 768 * 768
+    assert merging.merge_flops(512, 768, 12, "average") == 2 * 512 * 768 + 2 * 512 * 64 * 768
+
+
+def test_cost_table_rows():
+    rows = merging.merge_cost_table({"BERT-base": (768, 12)})
+    assert [r["merge"] for r in rows] == list(MERGES)
+    assert rows[0]["params_vs_concat"] == 1.0
+    assert rows[1]["params"] == 49_920
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="merge must be one of 'concat', 'average', 'weighted', 'gated', found 'sum'"):
+        MergedMultiHeadAttention(8, 2, "sum")
+    with pytest.raises(ValueError, match=r"d_model \(10\) must be divisible by num_heads \(3\)"):
+        MergedMultiHeadAttention(10, 3)
+    with pytest.raises(ValueError, match=r"d_model \(10\) must be divisible by num_heads \(3\)"):
+        merging.merge_params(10, 3, "concat")
+    with pytest.raises(ValueError, match="merge must be one of"):
+        merging.merge_flops(4, 8, 2, "max")
+    with pytest.raises(TypeError, match="m must be an mha.MultiHeadAttention"):
+        MergedMultiHeadAttention.from_multi_head(nn.Linear(2, 2))
+    with pytest.raises(ValueError, match=r"query must have last dimension 8 \(d_model\)"):
+        MergedMultiHeadAttention(8, 2)(torch.zeros(1, 3, 4))
+
+
+@pytest.mark.parametrize("merge", MERGES)
+def test_role_example_numbers(merge):
+    ex = merging.merge_example(merge, "cat chases mouse")
+    heads = ex["heads"]  # (H, T, Dh); at the verb: head 1 = cat, head 2 = mouse
+    assert torch.allclose(heads[0, 1], torch.tensor([1.0, 0, 0, 0], dtype=torch.float64), atol=1e-5)
+    assert torch.allclose(heads[1, 1], torch.tensor([0, 0, 1.0, 0], dtype=torch.float64), atol=1e-5)
+    expected = {"concat": [1, 0, 0, 0, 0, 0, 1, 0], "average": [0.5, 0, 0.5, 0], "weighted": [0.75, 0, 0.25, 0],
+                "gated": [0.9526, 0, 0.0474, 0]}[merge]
+    assert torch.allclose(ex["merged"][1], torch.tensor(expected, dtype=torch.float64), atol=1e-4)
+    assert ex["output"].shape == (3, 8)
+    with pytest.raises(ValueError, match=r"sentence must be 3 words from \('cat', 'chases', 'mouse', 'dog'\)"):
+        merging.encode_sentence("cat chases")
+
+
+def test_explorer_render_and_alt():
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    for merge in MERGES:
+        fig = merging.plot_merge_example(merge, "mouse chases cat")
+        assert isinstance(fig, matplotlib.figure.Figure) and len(fig.axes) == 3
+        plt.close(fig)
+    assert merging.merge_example_alt("average", "cat chases mouse").endswith("cat 0.50, mouse 0.50.")
+
+
+def test_merge_experiment_is_deterministic():
+    a = merging.merge_experiment("gated", seed=1, num_relations=1, steps=5)
+    b = merging.merge_experiment("gated", seed=1, num_relations=1, steps=5)
+    assert a == b
+    assert a["merge_params"] == merging.merge_params(32, 4, "gated")
+    assert a["params"] - merging.merge_experiment("concat", seed=1, num_relations=1, steps=1)["params"] == (
+        merging.merge_params(32, 4, "gated") - merging.merge_params(32, 4, "concat"))
+    with pytest.raises(ValueError, match="merge must be one of"):
+        merging.merge_experiment("max")
+
+
+def test_summaries_of_runs():
+    runs = [{"num_relations": 2, "strategy": "concat", "accuracy": a, "params": 10, "merge_params": 3}
+            for a in (0.5, 1.0)]
+    (row,) = merging.summarize_merge_results(runs)
+    assert (row["mean"], row["min"], row["max"], row["seeds"]) == (0.75, 0.5, 1.0, 2)
+    cached = merging.load_merge_results()
+    keys = {(r["num_relations"], r["strategy"], r["seed"]) for r in cached}
+    sweep = merging.SWEEP
+    assert keys == {(k, m, s) for k in sweep["num_relations"] for m in MERGES for s in sweep["seeds"]}
+
+
+def test_exposed_in_experiments():
+    a = mha.experiments.merge_experiment("weighted", seed=2, num_relations=1, steps=3)
+    b = merging.merge_experiment("weighted", seed=2, num_relations=1, steps=3)
+    assert a == b and {"accuracy", "params"} <= set(a)
