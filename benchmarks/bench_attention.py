@@ -1,21 +1,27 @@
 """Benchmark the course's attention implementations against PyTorch's, side by side.
 
 Usage (from the repository root):
-    python -m benchmarks.bench_attention                 # CPU, fp32, T = 128 and 512 (+ memory at 1024)
+    python -m benchmarks.bench_attention                 # CPU, fp32, T = 128..512 (+ memory up to 1024)
     MHA_DEVICE=cuda python -m benchmarks.bench_attention # fp32 and bf16, T up to 1024
     python -m benchmarks.bench_attention --tiny          # seconds; what the test suite runs
 
 Writes ``benchmarks/results/<device>.json`` and ``.md`` (device, torch version, threads, dtype).
-Times come from ``torch.utils.benchmark`` (warm-up, repeated blocks, median and IQR); every
-implementation runs in the same process on the same inputs. Memory on the CPU is the bytes of
-activations saved for the backward pass (parameters excluded), counted exactly with
-``saved_tensors_hooks``; on CUDA it is also the peak allocated memory.
+Times come from ``torch.utils.benchmark`` (warm-up, repeated blocks, at least ``MIN_REPEATS``
+samples, median and IQR); every implementation runs in the same process on the same inputs.
+Memory is the bytes of activations the backward pass reads (parameters excluded), counted
+exactly with ``saved_tensors_hooks`` (``mha.perf.saved_activation_bytes``); on CUDA it is also
+the peak allocated memory. The environment record includes the machine's load average before
+and after the run: timings taken on a busy machine are inflated.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import statistics
+import sys
+import time
 from pathlib import Path
 
 import torch
@@ -23,8 +29,11 @@ import torch.utils.benchmark as tbench
 from torch import nn
 
 import mha
+from mha.perf import saved_activation_bytes
 
 RESULTS = Path(__file__).resolve().parent / "results"
+#: Fewest timed samples per measurement (slow calls still get this many).
+MIN_REPEATS = 5
 
 
 def implementations(d_model, num_heads, device, dtype):
@@ -46,29 +55,24 @@ def implementations(d_model, num_heads, device, dtype):
     }
 
 
-def time_it(fn, min_run_time):
-    m = tbench.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads()).blocked_autorange(
-        min_run_time=min_run_time)
-    return {"median_ms": m.median * 1e3, "iqr_ms": m.iqr * 1e3, "repeats": len(m.times)}
+def progress(message):
+    """One line per measurement on stderr, so a run of several minutes shows where it is."""
+    print(message, file=sys.stderr, flush=True)
 
 
-def saved_activation_bytes(forward, x, params):
-    """Bytes of distinct tensors autograd keeps for the backward pass, parameters excluded."""
-    param_ptrs = {p.untyped_storage().data_ptr() for p in params}
-    storages = {}
-
-    def pack(t):
-        storage = t.untyped_storage()
-        if storage.data_ptr() not in param_ptrs:
-            storages[storage.data_ptr()] = storage.nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        forward(x).sum().backward()
-    return sum(storages.values())
+def time_it(fn, min_run_time, min_repeats=MIN_REPEATS):
+    """Median and IQR (ms) of ``fn()``: blocks until ``min_run_time``, then single calls up to ``min_repeats``."""
+    timer = tbench.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
+    m = timer.blocked_autorange(min_run_time=min_run_time)  # warms up first
+    times = list(m.times)
+    while len(times) < min_repeats:
+        times.append(timer.timeit(1).median)
+    q1, _, q3 = statistics.quantiles(times, n=4) if len(times) > 1 else (times[0],) * 3
+    return {"median_ms": statistics.median(times) * 1e3, "iqr_ms": (q3 - q1) * 1e3, "repeats": len(times)}
 
 
-def bench_forward_backward(batch_size, d_model, num_heads, seq_lens, memory_seq_len, device, dtype, min_run_time):
+def bench_forward_backward(batch_size, d_model, num_heads, seq_lens, memory_seq_lens, device, dtype, min_run_time,
+                           min_repeats=MIN_REPEATS):
     rows = []
     impls = implementations(d_model, num_heads, device, dtype)
     params = [p for m in gc_modules(impls) for p in m.parameters()]
@@ -78,26 +82,29 @@ def bench_forward_backward(batch_size, d_model, num_heads, seq_lens, memory_seq_
         for name, forward in impls.items():
             x = x_data.clone().requires_grad_()
             with torch.no_grad():
-                fwd = time_it(lambda: forward(x_data), min_run_time)
+                fwd = time_it(lambda: forward(x_data), min_run_time, min_repeats)
 
             def fwd_bwd():
                 forward(x).sum().backward()
-            both = time_it(fwd_bwd, min_run_time)
+            both = time_it(fwd_bwd, min_run_time, min_repeats)
+            progress(f"T={seq_len:5d} {name}: forward {fwd['median_ms']:.1f} ms, forward+backward "
+                     f"{both['median_ms']:.1f} ms")
             rows.append({"impl": name, "seq_len": seq_len, "forward": fwd, "forward_backward": both})
     memory = []
-    gen = torch.Generator().manual_seed(memory_seq_len)
-    x_data = torch.randn(batch_size, memory_seq_len, d_model, generator=gen).to(device, dtype)
-    for name, forward in impls.items():
-        entry = {"impl": name, "seq_len": memory_seq_len,
-                 "saved_activation_bytes": saved_activation_bytes(forward, x_data.clone().requires_grad_(), params)}
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-            base = torch.cuda.memory_allocated()
-            forward(x_data.clone().requires_grad_()).sum().backward()
-            torch.cuda.synchronize()
-            entry["cuda_peak_bytes"] = torch.cuda.max_memory_allocated() - base
-        memory.append(entry)
+    for seq_len in memory_seq_lens:
+        gen = torch.Generator().manual_seed(seq_len)
+        x_data = torch.randn(batch_size, seq_len, d_model, generator=gen).to(device, dtype)
+        for name, forward in impls.items():
+            entry = {"impl": name, "seq_len": seq_len,
+                     "saved_activation_bytes": saved_activation_bytes(forward, x_data.clone().requires_grad_(), params)}
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+                base = torch.cuda.memory_allocated()
+                forward(x_data.clone().requires_grad_()).sum().backward()
+                torch.cuda.synchronize()
+                entry["cuda_peak_bytes"] = torch.cuda.max_memory_allocated() - base
+            memory.append(entry)
     return rows, memory
 
 
@@ -111,7 +118,7 @@ def gc_modules(impls):
     return found
 
 
-def bench_decoding(d_model, num_heads, new_tokens, device, dtype):
+def bench_decoding(d_model, num_heads, new_tokens, device, dtype, repeats=3):
     """Generate ``new_tokens`` one at a time: KV cache vs recomputing the whole prefix each step."""
     results = []
     gen = torch.Generator().manual_seed(1)
@@ -133,8 +140,11 @@ def bench_decoding(d_model, num_heads, new_tokens, device, dtype):
         with torch.no_grad():
             cached_out, cache = with_cache()
             full_out = recompute()
-            t_cache = tbench.Timer("f()", globals={"f": with_cache}).timeit(1).median
-            t_full = tbench.Timer("f()", globals={"f": recompute}).timeit(1).median
+            # the two calls above were the warm-up; a full generation is slow, so time single calls
+            t_cache = statistics.median(tbench.Timer("f()", globals={"f": with_cache}).timeit(1).median
+                                        for _ in range(repeats))
+            t_full = statistics.median(tbench.Timer("f()", globals={"f": recompute}).timeit(1).median
+                                       for _ in range(repeats))
         element = torch.tensor([], dtype=dtype).element_size()
         expected = mha.kv_cache_bytes(1, new_tokens, 1, num_kv_heads, d_model // num_heads, element)
         results.append({
@@ -147,11 +157,20 @@ def bench_decoding(d_model, num_heads, new_tokens, device, dtype):
     return results
 
 
+def load_average():
+    """1-minute load average (None where the OS does not report it)."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
 def environment(device, dtype):
     return {"device": str(device.type), "device_name": torch.cuda.get_device_name(device) if device.type == "cuda"
             else platform.processor() or platform.machine(), "torch": torch.__version__,
-            "threads": torch.get_num_threads(), "dtype": str(dtype).replace("torch.", ""),
-            "python": platform.python_version()}
+            "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(), "dtype": str(dtype).replace("torch.", ""),
+            "python": platform.python_version(), "load_average": load_average(),
+            "date": time.strftime("%Y-%m-%d", time.gmtime())}
 
 
 def ratio(rows, numerator, denominator, seq_len, key="forward_backward"):
@@ -159,12 +178,13 @@ def ratio(rows, numerator, denominator, seq_len, key="forward_backward"):
     return find[(numerator, seq_len)] / find[(denominator, seq_len)]
 
 
-def summarize(rows, memory, target_len):
+def summarize(rows, memory, target_len, memory_len):
     ours, ref_fast, ref_default = ("mha, need_weights=False (SDPA)", "nn.MultiheadAttention, need_weights=False",
                                    "nn.MultiheadAttention (default)")
-    mem = {m["impl"]: m["saved_activation_bytes"] for m in memory}
+    mem = {m["impl"]: m["saved_activation_bytes"] for m in memory if m["seq_len"] == memory_len}
     return {
         "seq_len": target_len,
+        "memory_seq_len": memory_len,
         "ours_over_torch_need_weights_false": ratio(rows, ours, ref_fast, target_len),
         "torch_default_over_ours": ratio(rows, ref_default, ours, target_len),
         "ours_memory_over_torch_need_weights_false": mem[ours] / mem[ref_fast],
@@ -176,6 +196,8 @@ def markdown(report):
     env = report["environment"]
     lines = [f"# Attention benchmark: {env['device']} ({env['device_name']}), torch {env['torch']}, "
              f"{env['threads']} threads, {env['dtype']}", "",
+             f"Measured {env.get('date', '?')}; 1-minute load average {env.get('load_average')} before, "
+             f"{env.get('load_average_after')} after ({env.get('cpu_count')} CPUs).", "",
              f"batch {report['batch_size']}, d_model {report['d_model']}, {report['num_heads']} heads; "
              "median (IQR) in ms", "",
              "| implementation | T | forward | forward+backward |", "| --- | --- | --- | --- |"]
@@ -185,7 +207,7 @@ def markdown(report):
                      f"{b['median_ms']:.2f} ({b['iqr_ms']:.2f}) |")
     lines += ["", "| implementation | T | activations saved for backward (MiB) |", "| --- | --- | --- |"]
     for m in report["memory"]:
-        lines.append(f"| {m['impl']} | {m['seq_len']} | {m['saved_activation_bytes'] / 2**20:.1f} |")
+        lines.append(f"| {m['impl']} | {m['seq_len']} | {m['saved_activation_bytes'] / 2**20:.2f} |")
     lines += ["", "| KV heads | tokens | cache (ms) | recompute (ms) | speed-up | cache bytes = formula |",
               "| --- | --- | --- | --- | --- | --- |"]
     for d in report["decoding"]:
@@ -194,31 +216,36 @@ def markdown(report):
     s = report["summary"]
     lines += ["", f"At T={s['seq_len']}, forward+backward: mha (SDPA) / nn.MultiheadAttention(need_weights=False) = "
               f"{s['ours_over_torch_need_weights_false']:.2f}; nn.MultiheadAttention (default) / mha (SDPA) = "
-              f"{s['torch_default_over_ours']:.2f}."]
+              f"{s['torch_default_over_ours']:.2f}. Memory at T={s['memory_seq_len']}: mha (SDPA) / "
+              f"nn.MultiheadAttention(need_weights=False) = {s['ours_memory_over_torch_need_weights_false']:.3f}."]
     return "\n".join(lines) + "\n"
 
 
 def run(tiny=False, out_dir=RESULTS, dtypes=None):
     device = mha.get_device()
     if tiny:
-        config = dict(batch_size=2, d_model=32, num_heads=4, seq_lens=[8, 16], memory_seq_len=16, min_run_time=0.01)
-        new_tokens = 8
+        config = dict(batch_size=2, d_model=32, num_heads=4, seq_lens=[8, 16], memory_seq_lens=[8, 16], min_run_time=0.01,
+                      min_repeats=1)
+        new_tokens, repeats = 8, 1
     elif device.type == "cuda":
-        config = dict(batch_size=8, d_model=768, num_heads=12, seq_lens=[128, 512, 1024], memory_seq_len=1024,
-                      min_run_time=0.5)
-        new_tokens = 512
+        config = dict(batch_size=8, d_model=768, num_heads=12, seq_lens=[128, 256, 512, 1024],
+                      memory_seq_lens=[128, 256, 512, 1024], min_run_time=0.5)
+        new_tokens, repeats = 512, 3
     else:
-        config = dict(batch_size=8, d_model=768, num_heads=12, seq_lens=[128, 512], memory_seq_len=1024,
-                      min_run_time=1.0)
-        new_tokens = 512
+        config = dict(batch_size=8, d_model=768, num_heads=12, seq_lens=[128, 256, 512],
+                      memory_seq_lens=[128, 256, 512, 1024], min_run_time=1.0)
+        new_tokens, repeats = 512, 3
     dtypes = dtypes or ([torch.float32, torch.bfloat16] if device.type == "cuda" else [torch.float32])
     reports = []
     for dtype in dtypes:
+        env = environment(device, dtype)
         rows, memory = bench_forward_backward(device=device, dtype=dtype, **config)
-        report = {"environment": environment(device, dtype), **{k: config[k] for k in ("batch_size", "d_model", "num_heads")},
+        report = {"environment": env, **{k: config[k] for k in ("batch_size", "d_model", "num_heads")},
                   "timings": rows, "memory": memory,
-                  "decoding": bench_decoding(config["d_model"], config["num_heads"], new_tokens, device, dtype)}
-        report["summary"] = summarize(rows, memory, config["seq_lens"][-1] if tiny else 512)
+                  "decoding": bench_decoding(config["d_model"], config["num_heads"], new_tokens, device, dtype, repeats)}
+        report["summary"] = summarize(rows, memory, config["seq_lens"][-1] if tiny else 512,
+                                      config["memory_seq_lens"][-1])
+        env["load_average_after"] = load_average()
         reports.append(report)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
