@@ -172,8 +172,9 @@ plt.show()
 """)
 
 md(r"""
-Pick a layer and a twin to see its 12 heads with the tokens written out (in a live notebook the
-figure is redrawn; in the book, the frames were drawn when the chapter was built):
+Pick a layer and a twin to see its 12 heads with the tokens written out (every frame was drawn by
+`mha.pretrained` when the cell ran; a move of a control shows it at once, in a notebook and in the
+book):
 """)
 
 code(r"""

@@ -28,7 +28,9 @@ md(r"""
 - **Running.** After `make book` (or `make install`) the repository has a virtual environment,
   `.venv`, with `mha` and every pinned dependency. Open `book/*.ipynb` in JupyterLab
   (`.venv/bin/pip install jupyterlab`, then `.venv/bin/jupyter lab book/`) or in an editor that runs
-  notebooks, with the `.venv` Python as kernel. There the explorers recompute the figure live.
+  notebooks, with the `.venv` Python as kernel. There the explorers are live ipywidgets: when the
+  cell runs, the figure is drawn for every value, and moving a control shows it at once
+  (`explorer(..., live="render")` redraws at every move instead).
 - **Checking.** `make test` re-runs every notebook with
   [nbval](https://github.com/computationalmodelling/nbval) and compares each cell's text output
   with the stored one, so a page cannot silently drift from the code. `make notebooks` regenerates
@@ -168,9 +170,9 @@ plt.show()
 """)
 
 md(r"""
-Now move the slider. In the HTML book it swaps figures computed in advance for each temperature; in
-a running notebook it calls `softmax_demo.plot_temperature` again at every change. Watch the
-entropy in the title, and notice that the bars keep their order.
+Now move the slider. `softmax_demo.plot_temperature` drew a figure for each temperature when the
+cell ran; the slider swaps between them, in the HTML book and in a running notebook alike, so it
+answers at once. Watch the entropy in the title, and notice that the bars keep their order.
 """)
 
 code(r"""
