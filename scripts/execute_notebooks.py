@@ -36,6 +36,7 @@ def execute_notebook(nb, path: Path, timeout: int = 600):
     os.environ.update(KERNEL_ENV)  # the kernel inherits this process's environment
     try:
         client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
+                                coalesce_streams=True,
                                 resources={"metadata": {"path": str(path.parent)}})
         client.execute()
     finally:
@@ -59,10 +60,16 @@ def is_ignored(cell) -> bool:
 def text_outputs(cell) -> list[str]:
     """What nbval and a reader compare in a cell: its text outputs, as lines."""
     lines = []
+    streams = {}  # a print can arrive as several stream messages: join them before splitting lines
+    for output in cell.get("outputs", []):
+        if output["output_type"] == "stream":
+            streams[output["name"]] = streams.get(output["name"], "") + output["text"]
+    for name, text in streams.items():
+        lines += [f"[{name}] {line}" for line in text.splitlines()]
     for output in cell.get("outputs", []):
         kind = output["output_type"]
         if kind == "stream":
-            lines += [f"[{output['name']}] {line}" for line in output["text"].splitlines()]
+            continue
         elif kind in ("execute_result", "display_data"):
             for mime in TEXT_MIME:
                 if mime in output.get("data", {}):
