@@ -368,7 +368,8 @@ md(r"""
 The single head blurs the two patterns into one: *cat* now spreads its weight evenly, 0.287 each,
 over *the* (its previous token), itself and *dog* (the other noun), and nothing in its output says
 which of the three is the previous token and which the same type. Two heads keep the two questions
-apart, and $W^O$ can still combine their answers. Here the blur also erases information: the two
+apart, and $W^O$ can still combine their answers ({ref}`chapter 1 <ch01-average>` shows the same
+averaging at work). Here the blur also erases information: the two
 heads' outputs differed, so the "head 1 minus head 2" features of the two-head output carry
 something, while with one softmax both halves of the concatenated values are equal and those four
 features are exactly zero.

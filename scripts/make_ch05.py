@@ -295,7 +295,7 @@ thing, an average of the head **outputs**, and it changes what the layer compute
 (merging-experiment)=
 ## The experiment: the same model, four merges
 
-We reuse chapter 1's task and model (`mha.experiments`): sequences of 12 tokens from a vocabulary of
+We reuse the task and model of {ref}`chapter 1 <ch01-experiment>` (`mha.experiments`): sequences of 12 tokens from a vocabulary of
 16; at each position the model must name the tokens $k$ places back for every $k$ from 1 to
 `num_relations`, all at once. The model is embeddings, **one** causal attention layer with
 $d_{\text{model}} = 32$ and $h = 4$ heads ($d_k = 8$), a residual connection and a linear readout
