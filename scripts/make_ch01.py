@@ -9,20 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from notebook_source import NotebookSource
 
-PATH = Path(__file__).resolve().parents[1] / "book" / "01_single_head_limits.ipynb"
-
-CELLS: list[tuple[str, str]] = []
-
-
-def md(text: str) -> None:
-    CELLS.append(("markdown", text.strip("\n")))
-
-
-def code(text: str) -> None:
-    CELLS.append(("code", text.strip("\n")))
+SOURCE = NotebookSource(Path(__file__).resolve().parents[1] / "book" / "01_single_head_limits.ipynb", "ch01")
+md, code = SOURCE.md, SOURCE.code
 
 
 # ---------------------------------------------------------------------------------------------
@@ -478,17 +468,5 @@ assert mha.attention_params(32, 8) == 4_224 and E.make_model(8, task).attention.
 """)
 
 
-def build() -> nbformat.NotebookNode:
-    nb = new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    for kind, text in CELLS:
-        nb.cells.append(new_markdown_cell(text) if kind == "markdown" else new_code_cell(text))
-    for i, cell in enumerate(nb.cells):  # stable ids keep diffs small
-        cell["id"] = f"ch01-{i:03d}"
-    return nb
-
-
 if __name__ == "__main__":
-    nbformat.write(build(), PATH)
-    print(f"wrote {PATH.relative_to(PATH.parents[1])} ({len(CELLS)} cells)")
+    SOURCE.write()

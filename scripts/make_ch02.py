@@ -6,20 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from notebook_source import NotebookSource
 
-PATH = Path(__file__).resolve().parents[1] / "book" / "02_multi_head_math.ipynb"
-
-CELLS: list[tuple[str, str]] = []
-
-
-def md(text: str) -> None:
-    CELLS.append(("markdown", text.strip("\n")))
-
-
-def code(text: str) -> None:
-    CELLS.append(("code", text.strip("\n")))
+SOURCE = NotebookSource(Path(__file__).resolve().parents[1] / "book" / "02_multi_head_math.ipynb", "ch02")
+md, code = SOURCE.md, SOURCE.code
 
 
 # ---------------------------------------------------------------------------------------------
@@ -809,17 +799,5 @@ assert scaling.check_merge_heads(lambda x: torch.cat(x.unbind(dim=1), dim=-1))
 """)
 
 
-def build() -> nbformat.NotebookNode:
-    nb = new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    for kind, text in CELLS:
-        nb.cells.append(new_markdown_cell(text) if kind == "markdown" else new_code_cell(text))
-    for i, cell in enumerate(nb.cells):  # stable ids keep diffs small
-        cell["id"] = f"ch02-{i:03d}"
-    return nb
-
-
 if __name__ == "__main__":
-    nbformat.write(build(), PATH)
-    print(f"wrote {PATH.relative_to(PATH.parents[1])} ({len(CELLS)} cells)")
+    SOURCE.write()

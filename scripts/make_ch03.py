@@ -4,23 +4,10 @@ Usage: python scripts/make_ch03.py && python scripts/execute_notebooks.py book/0
 """
 from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from notebook_source import NotebookSource
 
-PATH = Path(__file__).resolve().parents[1] / "book" / "03_worked_example.ipynb"
-
-cells = []
-
-
-def md(text: str) -> None:
-    cells.append(new_markdown_cell(text.strip("\n")))
-
-
-def code(text: str, tags=()) -> None:
-    cell = new_code_cell(text.strip("\n"))
-    if tags:
-        cell.metadata["tags"] = list(tags)
-    cells.append(cell)
+SOURCE = NotebookSource(Path(__file__).resolve().parents[1] / "book" / "03_worked_example.ipynb", "ch03")
+md, code = SOURCE.md, SOURCE.code
 
 
 md(r"""
@@ -498,8 +485,4 @@ assert verb_check.ok
 verb_check
 """, tags=["hide-cell"])
 
-nb = new_notebook(cells=cells)
-nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
-nb.metadata["language_info"] = {"name": "python"}
-nbformat.write(nb, PATH)
-print(f"wrote {PATH}")
+SOURCE.write()

@@ -11,24 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from notebook_source import NotebookSource
 
-ROOT = Path(__file__).resolve().parents[1]
-PATH = ROOT / "book" / "04_parameter_analysis.ipynb"
-
-cells = []
-
-
-def md(text: str) -> None:
-    cells.append(new_markdown_cell(text.strip("\n")))
-
-
-def code(text: str, tags=None) -> None:
-    cell = new_code_cell(text.strip("\n"))
-    if tags:
-        cell.metadata["tags"] = list(tags)
-    cells.append(cell)
+SOURCE = NotebookSource(Path(__file__).resolve().parents[1] / "book" / "04_parameter_analysis.ipynb", "ch04")
+md, code = SOURCE.md, SOURCE.code
 
 
 # ---------------------------------------------------------------------------------------------
@@ -705,11 +691,5 @@ assert max(g for g in configs.divisors(32) if g * per_kv_head <= budget) == 4
 assert mha.kv_cache_bytes(8, 32768, 32, 8, 128, 2) == 32 * configs.GIB
 """, tags=["hide-input"])
 
-nb = new_notebook(cells=cells, metadata={
-    "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-    "language_info": {"name": "python"},
-})
-
 if __name__ == "__main__":
-    nbformat.write(nb, PATH)
-    print(f"wrote {PATH.relative_to(ROOT)} ({len(cells)} cells)")
+    SOURCE.write()

@@ -6,20 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from notebook_source import NotebookSource
 
-PATH = Path(__file__).resolve().parents[1] / "book" / "05_merging_heads.ipynb"
-
-cells = []
-
-
-def md(text):
-    cells.append(new_markdown_cell(text.strip("\n")))
-
-
-def code(text):
-    cells.append(new_code_cell(text.strip("\n")))
+SOURCE = NotebookSource(Path(__file__).resolve().parents[1] / "book" / "05_merging_heads.ipynb", "ch05")
+md, code = SOURCE.md, SOURCE.code
 
 
 md(r"""
@@ -471,15 +461,5 @@ average module can produce. `torch.linalg.matrix_rank(merging.equivalent_out_pro
 """)
 
 
-def main() -> None:
-    nb = new_notebook(cells=cells)
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    nb.metadata["language_info"] = {"name": "python"}
-    for i, cell in enumerate(nb.cells):
-        cell["id"] = f"ch05-{i:02d}"
-    nbformat.write(nb, PATH)
-    print(f"wrote {PATH}")
-
-
 if __name__ == "__main__":
-    main()
+    SOURCE.write()

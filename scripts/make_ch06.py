@@ -14,24 +14,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from notebook_source import NotebookSource
 
-ROOT = Path(__file__).resolve().parents[1]
-PATH = ROOT / "book" / "06_making_it_fast.ipynb"
-
-cells = []
-
-
-def md(text: str) -> None:
-    cells.append(new_markdown_cell(text.strip("\n")))
-
-
-def code(text: str, tags=None) -> None:
-    cell = new_code_cell(text.strip("\n"))
-    if tags:
-        cell.metadata["tags"] = list(tags)
-    cells.append(cell)
+SOURCE = NotebookSource(Path(__file__).resolve().parents[1] / "book" / "06_making_it_fast.ipynb", "ch06")
+md, code = SOURCE.md, SOURCE.code
 
 
 # ---------------------------------------------------------------------------------------------
@@ -588,11 +574,5 @@ assert tuple(stacked.shape) == (1536, 1024) and stacked.numel() * 4 == 6_291_456
 assert 512 * 513 // 2 == 131_328 and 131_328 / 512 == 256.5
 """, tags=["hide-input"])
 
-nb = new_notebook(cells=cells, metadata={
-    "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-    "language_info": {"name": "python"},
-})
-
 if __name__ == "__main__":
-    nbformat.write(nb, PATH)
-    print(f"wrote {PATH.relative_to(ROOT)} ({len(cells)} cells)")
+    SOURCE.write()

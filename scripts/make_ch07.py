@@ -13,24 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from notebook_source import NotebookSource
 
-ROOT = Path(__file__).resolve().parents[1]
-PATH = ROOT / "book" / "07_pretrained_heads.ipynb"
-
-cells = []
-
-
-def md(text: str) -> None:
-    cells.append(new_markdown_cell(text.strip("\n")))
-
-
-def code(text: str, tags=None) -> None:
-    cell = new_code_cell(text.strip("\n"))
-    if tags:
-        cell.metadata["tags"] = list(tags)
-    cells.append(cell)
+SOURCE = NotebookSource(Path(__file__).resolve().parents[1] / "book" / "07_pretrained_heads.ipynb", "ch07")
+md, code = SOURCE.md, SOURCE.code
 
 
 # ---------------------------------------------------------------------------------------------
@@ -554,11 +540,5 @@ assert abs(q.margin - study["single_head"]["margin"][0, 2]) < 1e-4
 assert (round(full.margin, 3), round(q.margin, 3)) == (0.623, 0.619)
 """, tags=["hide-input"])
 
-nb = new_notebook(cells=cells, metadata={
-    "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
-    "language_info": {"name": "python"},
-})
-
 if __name__ == "__main__":
-    nbformat.write(nb, PATH)
-    print(f"wrote {PATH.relative_to(ROOT)} ({len(cells)} cells)")
+    SOURCE.write()

@@ -2,12 +2,10 @@
 `python scripts/execute_notebooks.py book/how_to_use.ipynb`."""
 from pathlib import Path
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from notebook_source import NotebookSource
 
-cells = []
-md = lambda s: cells.append(new_markdown_cell(s.strip()))
-code = lambda s: cells.append(new_code_cell(s.strip()))
+SOURCE = NotebookSource(Path(__file__).resolve().parents[1] / "book" / "how_to_use.ipynb", "how")
+md, code = SOURCE.md, SOURCE.code
 
 md(r"""
 (how-to-use)=
@@ -234,8 +232,4 @@ assert torch.allclose(soft(s + 10, 1.0), soft(s, 1.0))
 print("all three answers check out")
 """)
 
-nb = new_notebook(cells=cells, metadata={
-    "kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
-    "language_info": {"name": "python"},
-})
-nbformat.write(nb, Path(__file__).resolve().parents[1] / "book" / "how_to_use.ipynb")
+SOURCE.write()
