@@ -13,6 +13,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard book/*.ipynb))
+CHAPTERS := $(sort $(wildcard chapters/*.md))
 NBVAL := $(PY) -m pytest -p no:cacheprovider --nbval --nbval-current-env \
 	--nbval-sanitize-with tests/nbval_sanitize.cfg --nbval-cell-timeout=300
 
@@ -36,10 +37,10 @@ book: install
 	@echo "Book built: $(CURDIR)/_build/html/index.html"
 
 notebooks: install
-	$(PY) scripts/execute_notebooks.py $(NOTEBOOKS)
+	$(PY) scripts/execute_notebooks.py $(CHAPTERS)
 
 check-notebooks: install
-	$(PY) scripts/execute_notebooks.py --check $(NOTEBOOKS)
+	$(PY) scripts/execute_notebooks.py --check $(CHAPTERS)
 
 unit: install
 	$(PY) -m pytest -p no:cacheprovider tests --ignore-glob='*/test_browser*.py'

@@ -1,14 +1,16 @@
-"""Execute chapter notebooks on the CPU and store their outputs (and widget state) in place.
+"""Execute the chapters on the CPU and store their outputs: ``chapters/NAME.md`` -> ``book/NAME.ipynb``.
 
 Usage:
-    python scripts/execute_notebooks.py [NOTEBOOK ...]           # default: every book/*.ipynb
-    python scripts/execute_notebooks.py --check [NOTEBOOK ...]   # run, compare, write nothing
+    python scripts/execute_notebooks.py [PATH ...]           # default: every chapter
+    python scripts/execute_notebooks.py --check [PATH ...]   # run, compare, write nothing
 
-nbval later re-runs each notebook and compares with what this stored, so the book shows
-exactly what was checked. ``--check`` proves the command is idempotent: it executes each
-notebook again exactly as the default mode would, and fails if any text output (streams,
-``text/*``, SVG, JSON, errors) of a cell would change. Cells marked ``# NBVAL_IGNORE_OUTPUT``
-(explorers, timings) are left out of that comparison, as nbval leaves them out.
+A PATH may name either form (``chapters/03_worked_example.md`` or ``book/03_worked_example.ipynb``);
+the cells always come from the text source. nbval later re-runs each notebook and compares with what
+this stored, so the book shows exactly what was checked. ``--check`` proves the command is idempotent:
+it executes each chapter again exactly as the default mode would, and fails if any text output
+(streams, ``text/*``, SVG, JSON, errors) of a cell would change, or if the stored notebook's cells are
+not those of the text source. Cells marked ``# NBVAL_IGNORE_OUTPUT`` (explorers, timings) are left
+out of the output comparison, as nbval leaves them out.
 """
 from __future__ import annotations
 
@@ -22,7 +24,9 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from notebooks import ROOT, all_texts, notebook_path, out_of_sync, read_text, strip_volatile, text_path  # noqa: E402
+
 #: Environment of the kernel: stored outputs are always generated on the CPU, without progress bars.
 KERNEL_ENV = {"MHA_DEVICE": "cpu", "CUDA_VISIBLE_DEVICES": "", "TQDM_DISABLE": "1"}
 TEXT_MIME = ("text/plain", "text/html", "text/markdown", "text/latex", "image/svg+xml", "application/json")
@@ -31,11 +35,11 @@ IGNORE_TAGS = ("nbval-ignore-output", "nbval-skip")
 
 
 def execute_notebook(nb, path: Path, timeout: int = 600):
-    """Run every cell of ``nb`` (in place) in a fresh kernel started in the notebook's folder."""
+    """Run every cell of ``nb`` (in place) in a fresh kernel started in ``path``'s folder."""
     saved = {name: os.environ.get(name) for name in KERNEL_ENV}
     os.environ.update(KERNEL_ENV)  # the kernel inherits this process's environment
     try:
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=False,
                                 coalesce_streams=True,
                                 resources={"metadata": {"path": str(path.parent)}})
         client.execute()
@@ -45,8 +49,7 @@ def execute_notebook(nb, path: Path, timeout: int = 600):
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    for cell in nb.cells:  # timing metadata only adds noise to diffs
-        cell.get("metadata", {}).pop("execution", None)
+    strip_volatile(nb)
     return nb
 
 
@@ -100,30 +103,32 @@ def compare(stored, fresh) -> list[str]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("notebooks", nargs="*", type=Path)
+    parser.add_argument("paths", nargs="*", type=Path)
     parser.add_argument("--check", action="store_true",
                         help="execute and compare text outputs with the stored ones; write nothing")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     args = parser.parse_args(argv)
-    paths = [p.resolve() for p in args.notebooks] or sorted((ROOT / "book").glob("*.ipynb"))
+    texts = [text_path(p.resolve()) for p in args.paths] or all_texts()
     failures = 0
-    for path in paths:
-        name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-        stored = nbformat.read(path, as_version=4)
-        fresh = nbformat.read(path, as_version=4)
+    for text in texts:
+        target = notebook_path(text)
+        name = target.relative_to(ROOT)
+        fresh = read_text(text)
         start = time.perf_counter()
-        execute_notebook(fresh, path, timeout=args.timeout)
+        execute_notebook(fresh, target, timeout=args.timeout)
         elapsed = time.perf_counter() - start
         if args.check:
-            problems = compare(stored, fresh)
+            problems = out_of_sync(text)
+            if not problems:
+                problems = compare(nbformat.read(target, as_version=4), fresh)
             failures += bool(problems)
             status = "would change:\n" + "\n".join(problems) if problems else "unchanged"
             print(f"{name}: {elapsed:.1f} s, {status}", flush=True)
         else:
-            nbformat.write(fresh, path)
+            nbformat.write(fresh, target)
             print(f"{name}: {elapsed:.1f} s", flush=True)
     if args.check:
-        print(f"{len(paths) - failures} of {len(paths)} notebooks reproduce their stored text outputs")
+        print(f"{len(texts) - failures} of {len(texts)} notebooks reproduce their stored text outputs")
     return 1 if failures else 0
 
 

@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 from execute_notebooks import is_ignored, text_outputs  # noqa: E402
 from nbval_cells import cell_counts  # noqa: E402
+from notebooks import WIDGET_VIEW, all_texts, out_of_sync, read_text, text_path  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
 CHAPTER = re.compile(r"^(\d\d)_[a-z0-9_]+$")
@@ -78,6 +79,40 @@ def must_have_output(cell) -> bool:
 
 def test_there_are_notebooks():
     assert NOTEBOOKS, "no book/*.ipynb found"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_notebook_has_a_text_source(path):
+    assert text_path(path).exists(), f"{path.name}: no text source {text_path(path).relative_to(ROOT)}"
+
+
+@pytest.mark.parametrize("text", all_texts(), ids=lambda p: p.name)
+def test_text_source_and_notebook_agree(text):
+    problems = out_of_sync(text)
+    assert not problems, (f"{text.name} and its notebook disagree (edit the .md, then `make notebooks`; "
+                          f"or `jupytext --sync` after editing the .ipynb):\n" + "\n".join(problems))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_holds_nothing_volatile(path):
+    nb = load(path)
+    assert "widgets" not in nb.metadata, f"{path.name}: widget state is stored (the book does not use it)"
+    expected = [cell["id"] for cell in read_text(text_path(path)).cells]
+    assert [cell.get("id") for cell in nb.cells] == expected, f"{path.name}: cell ids are not the stable ones"
+    for i, cell in enumerate(code_cells(nb), 1):
+        assert "execution" not in cell.get("metadata", {}), f"{path.name} cell {i}: timing metadata stored"
+        for output in cell.get("outputs", []):
+            assert WIDGET_VIEW not in output.get("data", {}), f"{path.name} cell {i}: a widget view is stored"
+
+
+def test_cell_ids_survive_an_insertion():
+    nb = read_text(all_texts()[0])
+    before = [c["id"] for c in nb.cells]
+    nb.cells.insert(1, nbformat.v4.new_markdown_cell("A new paragraph."))
+    import notebooks
+    notebooks.assign_ids(nb)
+    after = [c["id"] for c in nb.cells]
+    assert after[:1] + after[2:] == before and after[1] not in before
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

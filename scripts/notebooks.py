@@ -1,0 +1,88 @@
+"""The chapters' two forms: the text source ``chapters/NAME.md`` (MyST Markdown, read with
+Jupytext) and the executed notebook ``book/NAME.ipynb`` (its stored outputs are what nbval checks
+and what the book shows).
+
+Shared by ``execute_notebooks.py`` (writes the ``.ipynb``), ``check_sync.py`` (the two agree) and
+the tests. A cell's id is a hash of its type and source (plus a counter for repeated sources), so
+inserting a cell changes no other cell's id, and only outputs that really changed appear in a diff.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+TEXT_DIR = ROOT / "chapters"
+BOOK_DIR = ROOT / "book"
+KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
+#: The output that a live kernel shows as a widget; the book shows the output's text/html instead,
+#: and the widget's model id changes on every run, so it is not stored.
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def text_path(notebook: Path) -> Path:
+    """``book/NAME.ipynb`` -> ``chapters/NAME.md``."""
+    return TEXT_DIR / (Path(notebook).stem + ".md")
+
+
+def notebook_path(text: Path) -> Path:
+    """``chapters/NAME.md`` -> ``book/NAME.ipynb``."""
+    return BOOK_DIR / (Path(text).stem + ".ipynb")
+
+
+def all_texts() -> list[Path]:
+    return sorted(TEXT_DIR.glob("*.md"))
+
+
+def read_text(path: Path) -> nbformat.NotebookNode:
+    """The chapter's cells (no outputs) from its MyST Markdown source, with stable ids."""
+    nb = jupytext.read(path, fmt="md:myst")
+    nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}}
+    assign_ids(nb)
+    return nb
+
+
+def assign_ids(nb) -> None:
+    seen: dict[str, int] = {}
+    for cell in nb.cells:
+        digest = hashlib.sha1(f"{cell.cell_type}\n{cell.source}".encode()).hexdigest()[:8]
+        seen[digest] = seen.get(digest, 0) + 1
+        cell["id"] = digest if seen[digest] == 1 else f"{digest}-{seen[digest]}"
+
+
+def cell_signature(nb) -> list[tuple[str, str, tuple]]:
+    """What the two forms must agree on: each cell's type, source and tags, in order."""
+    return [(c.cell_type, c.source.strip("\n"), tuple(c.get("metadata", {}).get("tags", [])))
+            for c in nb.cells]
+
+
+def out_of_sync(text: Path) -> list[str]:
+    """Differences between ``chapters/NAME.md`` and ``book/NAME.ipynb`` (empty when in sync)."""
+    nb_path = notebook_path(text)
+    if not nb_path.exists():
+        return [f"{nb_path.relative_to(ROOT)} is missing: run `make notebooks`"]
+    a = cell_signature(read_text(text))
+    b = cell_signature(nbformat.read(nb_path, as_version=4))
+    problems = []
+    for i, (x, y) in enumerate(zip(a, b), 1):
+        if x != y:
+            problems.append(f"cell {i} differs:\n  {text.name}: {x[1][:120]!r}\n  {nb_path.name}: {y[1][:120]!r}")
+            break
+    if len(a) != len(b):
+        problems.append(f"{text.name} has {len(a)} cells, {nb_path.name} has {len(b)}")
+    return problems
+
+
+def strip_volatile(nb) -> None:
+    """Remove what changes on every run and what the book does not use: widget views and state,
+    execution timing."""
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        cell.get("metadata", {}).pop("execution", None)
+        for output in cell.get("outputs", []):
+            data = output.get("data")
+            if data and WIDGET_VIEW in data and len(data) > 1:
+                del data[WIDGET_VIEW]
