@@ -25,6 +25,7 @@ from pathlib import Path
 import torch
 
 from mha import experiments as E
+from mha.provenance import provenance
 
 CONFIG_NAMES = ("D_MODEL", "VOCAB_SIZE", "SEQ_LEN", "STEPS", "BATCH_SIZE", "LEARNING_RATE", "NUM_TRAIN", "NUM_TEST")
 
@@ -43,6 +44,15 @@ def write(path: Path, cache: dict) -> None:
     path.write_text(json.dumps(cache, separators=(",", ":")) + "\n")
 
 
+def progress(total: int):
+    """A tqdm bar (None without tqdm, or with TQDM_DISABLE set: then one line per run)."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # pragma: no cover
+        return None
+    return tqdm(total=total, desc="chapter 1 grid", unit="run")
+
+
 def option(argv, name):
     return argv[argv.index(name) + 1] if name in argv else None
 
@@ -51,6 +61,9 @@ def main(argv: list[str]) -> int:
     config = {name.lower(): getattr(E, name) for name in CONFIG_NAMES}
     path = Path(option(argv, "--out") or E.CACHE_PATH)
     cache = {"config": config, "runs": [], "maps": []}
+    record = provenance("python scripts/make_ch01_cache.py", **config, grid_relations=list(E.GRID_RELATIONS),
+                        grid_heads=list(E.GRID_HEADS), grid_seeds={k: list(v) for k, v in E.GRID_SEEDS.items()},
+                        training="CPU, one thread, float32 (mha.experiments.train_and_evaluate)")
     if path.exists() and "--fresh" not in argv:
         old = json.loads(path.read_text())
         if old["config"] == config:
@@ -71,6 +84,7 @@ def main(argv: list[str]) -> int:
     if "--reverse" in argv:  # a second worker can start from the other end of the list
         todo.reverse()
     start = time.perf_counter()
+    bar = progress(len(todo))
     for i, (readout, k, h, seed) in enumerate(todo, 1):
         keep_model = (h, seed, k, readout) == E.CACHED_MODEL and path == E.CACHE_PATH
         r = E.head_count_experiment(h, seed=seed, num_relations=k, readout=readout, return_model=keep_model)
@@ -89,9 +103,18 @@ def main(argv: list[str]) -> int:
                 "tokens": r["example_tokens"].tolist(),
                 "weights": round_nested(r["example_weights"].tolist(), 3),
             })
+        cache["provenance"] = record
         write(path, cache)
-        print(f"[{i}/{len(todo)}] {readout} k={k} h={h} seed={seed}: accuracy {r['accuracy']:.4f} "
-              f"({time.perf_counter() - start:.0f} s)", flush=True)
+        message = (f"[{i}/{len(todo)}] {readout} k={k} h={h} seed={seed}: accuracy {r['accuracy']:.4f} "
+                   f"({time.perf_counter() - start:.0f} s)")
+        if bar is None:
+            print(message, flush=True)
+        else:
+            bar.set_postfix_str(f"{readout} k={k} h={h} seed={seed}: {r['accuracy']:.4f}")
+            bar.update()
+    if bar is not None:
+        bar.close()
+    cache.setdefault("provenance", record)
     write(path, cache)  # sorted, and written even when nothing was left to train
     if path != E.CACHE_PATH:
         print(f"{path}: {len(cache['runs'])} runs")

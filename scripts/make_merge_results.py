@@ -12,14 +12,34 @@ import sys
 import torch
 
 from mha import experiments, merging
+from mha.provenance import provenance
 
 
 def main() -> int:
-    runs = merging.run_merge_sweep(log=lambda r: print(
-        f"k={r['num_relations']} {r['strategy']:8s} seed={r['seed']} accuracy={r['accuracy']:.4f}", flush=True))
+    sweep = merging.SWEEP
+    total = len(sweep["num_relations"]) * len(merging.MERGES) * len(sweep["seeds"])
+    try:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=total, desc="chapter 5 merge sweep", unit="run")
+    except ImportError:  # pragma: no cover
+        bar = None
+
+    def log(r):
+        message = f"k={r['num_relations']} {r['strategy']:8s} seed={r['seed']} accuracy={r['accuracy']:.4f}"
+        if bar is None:
+            print(message, flush=True)
+        else:
+            bar.set_postfix_str(message)
+            bar.update()
+
+    runs = merging.run_merge_sweep(log=log)
+    if bar is not None:
+        bar.close()
+    settings = sweep | {"steps": experiments.STEPS, "d_model": experiments.D_MODEL}
     data = {"about": "chapter 5 merge sweep; made by scripts/make_merge_results.py",
-            "torch": torch.__version__, "sweep": merging.SWEEP | {"steps": experiments.STEPS,
-                                                                  "d_model": experiments.D_MODEL},
+            "torch": torch.__version__, "sweep": settings,
+            "provenance": provenance("python scripts/make_merge_results.py", **settings,
+                                     training="CPU, one thread, float32 (mha.experiments.train_and_evaluate)"),
             "runs": runs}
     merging.RESULTS_PATH.parent.mkdir(exist_ok=True)
     with open(merging.RESULTS_PATH, "w") as f:

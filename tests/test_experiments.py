@@ -3,8 +3,10 @@ import pytest
 import torch
 
 import mha
+from mha import provenance
 from mha import experiments as E
 from mha import single_head
+from conftest import skip_or_fail
 
 
 # ---------------------------------------------------------------- the task
@@ -147,13 +149,14 @@ def test_evaluate_counts_a_position_only_when_all_answers_are_right():
 
 def test_cached_model_is_the_trained_one():
     if not E.MODEL_PATH.exists():
-        pytest.skip("run scripts/make_ch01_cache.py")
+        skip_or_fail("run scripts/make_ch01_cache.py")
     model, tokens, labels = E.trained_model()
     task = E.make_task(4, seed=0)
     assert torch.equal(tokens, task.test_x[0]) and labels == E.token_labels(tokens)
     assert labels[0] == f"0:{chr(ord('a') + int(tokens[0]))}"
     accuracy = E.evaluate(model, task.test_x, task.test_y)["accuracy"]
-    assert round(accuracy, 4) == E.cached_run(2, seed=0)["accuracy"]
+    # the same weights: on another CPU a near-tie may flip an argmax or two of the ~4,000 scored positions
+    assert abs(accuracy - E.cached_run(2, seed=0)["accuracy"]) <= 3 / 4096
     weights, _ = E.cached_maps(2, seed=0)
     assert torch.allclose(E.attention_maps(model, tokens), weights, atol=6e-4)
 
@@ -161,8 +164,10 @@ def test_cached_model_is_the_trained_one():
 def test_cache_matches_a_fresh_run():
     cached = E.cached_run(1, seed=0, num_relations=2, readout="linear")
     fresh = E.head_count_experiment(1, seed=0, num_relations=2, readout="linear")
-    # identical on the machine that wrote the cache; another CPU may round differently in training
-    assert abs(fresh["accuracy"] - cached["accuracy"]) < 0.02
+    # identical on the machine that wrote the cache; on another CPU training ends elsewhere, within
+    # the band measured on emulated CPUs (scripts/measure_portability.py)
+    assert provenance.in_band("ch01.linear_k2_heads1", fresh["accuracy"])
+    assert provenance.in_band("ch01.linear_k2_heads1", cached["accuracy"])
     assert fresh["params"] == cached["params"]
 
 

@@ -1,0 +1,27 @@
+"""Recompute chapter 7's head ablation of all-MiniLM-L6-v2 and store it with its provenance.
+
+Usage: python scripts/make_ablation_cache.py   (about a hundred forward passes: a minute or two on a CPU)
+
+Writes ``mha/data/minilm_head_ablation.json`` (``mha.pretrained.ablation_study`` on the course's
+sentence pairs, float32 on the CPU). Chapter 7 reads it and recomputes the full model's margin live.
+"""
+from __future__ import annotations
+
+import sys
+
+from mha import pretrained
+from mha.provenance import provenance
+
+
+def main() -> int:
+    model, tokenizer = pretrained.load_model(), pretrained.load_tokenizer()
+    study = pretrained.ablation_study(model, tokenizer)
+    study["provenance"] = provenance("python scripts/make_ablation_cache.py", seed=study["seed"],
+                                     pruning_counts=list(pretrained.PRUNING_COUNTS),
+                                     computation="CPU, float32, mha.pretrained.ablation_study")
+    print(f"wrote {pretrained.write_ablation_study(study)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
