@@ -6,6 +6,8 @@
 #   make test             unit tests, nbval over every chapter (CPU), the book build, the offline browser test
 #   make notebooks        re-execute every chapter on the CPU and store its outputs (after changing code)
 #   make check-notebooks  prove `make notebooks` would change no text output (writes nothing)
+#   make test-portable    nbval over every chapter as two other CPUs compute (other kernels, 1 and 2 threads)
+#   make caches           retrain and rewrite every cache in mha/data/ (minutes, with progress bars)
 #   MHA_DEVICE=cuda make test-gpu   unit tests and nbval with every chapter computing on CUDA
 #   make budget           time nbval per chapter and the book build against the course's budget
 PYTHON ?= python3
@@ -22,12 +24,12 @@ MHA_DEVICE ?= cpu
 export MHA_DEVICE
 export TQDM_DISABLE := 1
 
-.PHONY: install book notebooks check-notebooks unit nbval browser test test-gpu budget clean
+.PHONY: install book notebooks check-notebooks unit nbval browser test test-portable test-gpu budget caches clean
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q -r requirements.txt -c constraints.txt
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -55,6 +57,27 @@ browser: book
 
 test: unit nbval book browser
 	@$(PY) scripts/nbval_cells.py $(NOTEBOOKS) | tail -n 1
+
+# Other CPUs, emulated: PyTorch's, MKL's and oneDNN's kernels forced to other instruction sets, with
+# one and with two threads. Every chapter must print the same checked text as on the machine that
+# stored it (scripts/measure_portability.py measures the trained results under more combinations).
+PORTABLE_CPUS := \
+	"ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 ONEDNN_MAX_CPU_ISA=SSE41 OMP_NUM_THREADS=1" \
+	"ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 OMP_NUM_THREADS=2"
+
+test-portable: install
+	@for cpu in $(PORTABLE_CPUS); do \
+	  echo "== nbval as another CPU computes: $$cpu"; \
+	  env $$cpu $(NBVAL) -q $(NOTEBOOKS) || exit 1; \
+	done
+
+# Every cache of trained or long-accumulated numbers, rebuilt from scratch with its provenance,
+# then the bands of the live checks. Rerun after changing the code that produced them.
+caches: install
+	env -u TQDM_DISABLE $(PY) scripts/make_ch01_cache.py --fresh
+	env -u TQDM_DISABLE $(PY) scripts/make_merge_results.py
+	env -u TQDM_DISABLE $(PY) scripts/make_ablation_cache.py
+	env -u TQDM_DISABLE $(PY) scripts/measure_portability.py
 
 test-gpu: install
 	@case "$(MHA_DEVICE)" in cuda*) ;; *) echo "make test-gpu runs the chapters on a GPU: use MHA_DEVICE=cuda make test-gpu (MHA_DEVICE is '$(MHA_DEVICE)')"; exit 2;; esac

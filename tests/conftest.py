@@ -16,6 +16,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+#: In CI (CI=true, as .ci/run and GitHub Actions set it) a missing prerequisite is a failure: a
+#: skipped browser test or a missing cache there would pass while checking nothing.
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+
+def skip_or_fail(reason: str, *, allow_module_level: bool = False):
+    """``pytest.skip`` on a learner's machine, ``pytest.fail`` in CI."""
+    if IN_CI:
+        pytest.fail(f"in CI this is a failure, not a skip: {reason}", pytrace=False)
+    pytest.skip(reason, allow_module_level=allow_module_level)
+
+
 @pytest.fixture(scope="session")
 def device():
     return mha.get_device()

@@ -22,6 +22,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from conftest import skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
@@ -96,7 +97,7 @@ def serve(directory: Path):
 @pytest.fixture(scope="module")
 def server():
     if not (HTML / "index.html").exists():
-        pytest.skip(f"the book is not built ({HTML / 'index.html'} is missing): run `make book` first")
+        skip_or_fail(f"the book is not built ({HTML / 'index.html'} is missing): run `make book` first")
     with serve(HTML) as url:
         yield url
 
@@ -105,7 +106,7 @@ def server():
 def browser():
     executable = chromium_path()
     if executable is None:
-        pytest.skip("Chromium not found, so the offline browser test is skipped. Install it with "
+        skip_or_fail("Chromium not found, so the offline browser test is skipped. Install it with "
                     "`sudo apt-get update && sudo apt-get install -y chromium` (Debian/Ubuntu), "
                     "or point CHROMIUM=/path/to/chromium at one; then re-run `make test`.")
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: make install")

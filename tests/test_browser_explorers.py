@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from conftest import skip_or_fail
 
 CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
@@ -18,8 +19,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-b
 BOOK_HTML = Path(__file__).resolve().parents[1] / "_build" / "html"
 
 if not Path(CHROMIUM).exists():
-    pytest.skip(f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set MHA_CHROMIUM)",
-                allow_module_level=True)
+    skip_or_fail(f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set MHA_CHROMIUM)",
+                 allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="Python playwright is not installed")
 
 

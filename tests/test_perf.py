@@ -8,6 +8,7 @@ from torch import nn
 
 import mha
 from mha import perf
+from conftest import skip_or_fail
 
 matplotlib.use("Agg")
 
@@ -158,7 +159,7 @@ def test_stored_results_are_valid():
 
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "cpu.json"
     if not path.is_file():
-        pytest.skip("no stored CPU results yet")
+        skip_or_fail("no stored CPU results yet")
     for report in perf.load_results(path):
         for entry in report["decoding"]:
             assert entry["cache_bytes"] == entry["kv_cache_bytes_formula"] == mha.kv_cache_bytes(

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from mha import pretrained as P
+from conftest import skip_or_fail
 
 SENTENCES = [P.TWIN_SENTENCES["tired"], "A cat sat.", "Heads attend to different words in a sentence."]
 
@@ -23,7 +24,7 @@ def folder():
     try:
         return P.model_dir()
     except ModuleNotFoundError as exc:
-        pytest.skip(str(exc))
+        skip_or_fail(str(exc))
 
 
 @pytest.fixture(scope="module")
