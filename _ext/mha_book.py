@@ -14,6 +14,17 @@ state stays in the ``.ipynb``, where JupyterLab uses it to show the widgets with
 """
 from __future__ import annotations
 
+import importlib.util
+import shutil
+from pathlib import Path
+
+#: What the book's MathJax (``mathjax_path: mathjax/tex-chtml.js``) loads: the combined TeX-to-CHTML
+#: component, its web fonts, the TeX extensions it may autoload (\boldsymbol, \cancel, ...) and the
+#: menu's lazily loaded parts. The package ships all of MathJax 3 (24 MB: SVG output, speech rule
+#: engine, every combined component); the book copies only these (about 3 MB) and still typesets
+#: every page offline (tests/test_browser.py refuses every outside request and fails on a 404).
+MATHJAX_FILES = ("tex-chtml.js", "output/chtml", "input/tex/extensions", "ui", "a11y")
+
 
 def _is_thebe(script) -> bool:
     filename = str(getattr(script, "filename", "") or "")
@@ -42,6 +53,29 @@ def tidy_scripts(app, pagename, templatename, context, doctree) -> None:
     context["script_files"] = kept
 
 
+def mathjax_source() -> Path:
+    """The MathJax 3 distribution inside the PyPI package ``sphinx-mathjax-offline``."""
+    spec = importlib.util.find_spec("sphinx-mathjax-offline")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("sphinx-mathjax-offline is not installed: run `make install`")
+    return Path(list(spec.submodule_search_locations)[0]) / "static" / "mathjax"
+
+
+def copy_mathjax(app, exc) -> None:
+    """After a successful HTML build, copy the part of MathJax the book loads into _static/mathjax."""
+    if exc is not None or app.builder.format != "html":
+        return
+    source, target = mathjax_source(), Path(app.outdir) / "_static" / "mathjax"
+    shutil.rmtree(target, ignore_errors=True)
+    for name in MATHJAX_FILES:
+        if (source / name).is_dir():
+            shutil.copytree(source / name, target / name)
+        else:
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source / name, target / name)
+
+
 def setup(app):
     app.connect("html-page-context", tidy_scripts, priority=900)
+    app.connect("build-finished", copy_mathjax)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -259,3 +259,18 @@ def test_the_harness_catches_outside_requests_and_raw_tex(browser, tmp_path):
     assert sorted(facts["refused"]) == ["https://cdn.example.org/embed-amd.js", "https://example.org/logo.png"]
     assert facts["rawTex"] == ["Raw math: $$x^2$$"]
     assert len(facts["brokenImages"]) == 1
+
+
+#: The built book must stay small enough to download and host anywhere (issue 16: it was 39 MB,
+#: 24 MB of it the whole MathJax distribution).
+BOOK_BUDGET_MB = 20
+
+
+def test_book_fits_its_size_budget():
+    if not (HTML / "index.html").exists():
+        skip_or_fail(f"the book is not built ({HTML / 'index.html'} is missing): run `make book` first")
+    size = sum(p.stat().st_size for p in HTML.rglob("*") if p.is_file())
+    mathjax = sum(p.stat().st_size for p in (HTML / "_static" / "mathjax").rglob("*") if p.is_file())
+    assert size < BOOK_BUDGET_MB * 2**20, f"the built book is {size / 2**20:.1f} MB (budget {BOOK_BUDGET_MB} MB)"
+    assert (HTML / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    assert mathjax < 4 * 2**20, f"MathJax takes {mathjax / 2**20:.1f} MB: copy only what the book loads"
