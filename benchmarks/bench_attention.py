@@ -29,7 +29,7 @@ import torch.utils.benchmark as tbench
 from torch import nn
 
 import mha
-from mha.perf import saved_activation_bytes
+from mha.chapters.perf import saved_activation_bytes
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: Fewest timed samples per measurement (slow calls still get this many).

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from ._checks import check_float_tensor, check_mask, check_positive_int, check_divisible
+from .checks import check_float_tensor, check_mask, check_positive_int, check_divisible
 
 
 def causal_mask(T: int, S: int | None = None, device=None) -> torch.Tensor:

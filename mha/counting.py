@@ -5,7 +5,7 @@ cache tensors. Notation: D = d_model, H = num_heads, G = num_kv_heads, Dh = D / 
 """
 from __future__ import annotations
 
-from ._checks import check_divisible, check_positive_int
+from .checks import check_divisible, check_positive_int
 
 
 def _sizes(d_model, num_heads, num_kv_heads):

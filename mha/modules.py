@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import (
+from .checks import (
     check_divisible, check_float_tensor, check_last_dim, check_mask, check_positive_int, check_rank,
 )
 from .attention import causal_mask, masked_softmax, merge_heads, scaled_dot_product_attention, split_heads

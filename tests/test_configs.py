@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 import mha
-from mha import configs as C
+from mha.chapters import configs as C
 
 from conftest import randn
 
@@ -264,7 +264,7 @@ def test_calculator():
 # ---------------------------------------------------------------------------------------------
 
 def test_explorer_grids_are_small_and_valid():
-    from mha.widgets import frame_count, grid
+    from mha.viz.widgets import frame_count, grid
 
     for controls in (C.COST_CONTROLS, C.KV_CONTROLS):
         assert frame_count(controls) <= 30

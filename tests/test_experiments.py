@@ -3,8 +3,8 @@ import pytest
 import torch
 
 import mha
-from mha import experiments as E
-from mha import single_head
+from mha.chapters import head_count as E
+from mha.chapters import single_head
 
 
 # ---------------------------------------------------------------- the task

@@ -5,8 +5,8 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 import mha
-from mha import merging
-from mha.merging import MERGES, MergedMultiHeadAttention
+from mha.chapters import merging
+from mha.chapters.merging import MERGES, MergedMultiHeadAttention
 from conftest import randn
 
 

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 import mha
-from mha import perf
+from mha.chapters import perf
 
 matplotlib.use("Agg")
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from mha import pretrained as P
+from mha.chapters import pretrained_analysis as P
 
 SENTENCES = [P.TWIN_SENTENCES["tired"], "A cat sat.", "Heads attend to different words in a sentence."]
 

@@ -9,7 +9,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import mha  # noqa: E402
-from mha import scaling  # noqa: E402
+from mha.chapters import scaling  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from mha import softmax_demo
+from mha.chapters import softmax_demo
 
 
 def reference_softmax(scores, tau):

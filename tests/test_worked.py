@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import mha
-from mha import worked
+from mha.chapters import worked
 
 T, D, H, DK = 5, 8, 2, 4
 
@@ -333,7 +333,7 @@ def test_explorer_grid_is_small_and_renders():
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
-    from mha.widgets import frame_count
+    from mha.viz.widgets import frame_count
 
     assert frame_count(worked.EXPLORER_CONTROLS) <= 30
     fig = worked.render_explorer(noun=0, verb=1, temperature=0.5)

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ._checks import check_positive_int
-from .counting import attention_flops_breakdown, attention_params, kv_cache_bytes
-from .modules import GroupedQueryAttention
+from ..checks import check_positive_int
+from ..counting import attention_flops_breakdown, attention_params, kv_cache_bytes
+from ..modules import GroupedQueryAttention
 
 #: Bytes per stored element for the precisions the chapter compares.
 BYTES_PER_ELEMENT = {"fp32": 4, "fp16": 2, "bf16": 2, "8-bit": 1}
@@ -385,7 +385,7 @@ def format_table(rows: list[dict], columns: dict) -> str:
 def _plt():
     import matplotlib.pyplot as plt
 
-    from .plotting import use_style
+    from ..viz.plotting import use_style
 
     use_style()
     return plt
@@ -399,7 +399,7 @@ def plot_projection_strips(heads=(1, 4)):
     """
     from matplotlib.patches import Rectangle
 
-    from .plotting import head_color
+    from ..viz.plotting import head_color
 
     plt = _plt()
     fig, axes = plt.subplots(len(heads), 4, figsize=(8.0, 2.0 * len(heads) + 0.4), squeeze=False)

@@ -33,10 +33,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_positive_int
-from .attention import causal_mask
-from .counting import attention_params
-from .modules import MultiHeadAttention
+from ..checks import check_positive_int
+from ..attention import causal_mask
+from ..counting import attention_params
+from ..modules import MultiHeadAttention
+from . import DATA_DIR
 
 #: Defaults of the chapter's experiment: one layer of width 32, a vocabulary of 16 symbols,
 #: sequences of 12, 1,500 Adam steps on batches of 64 (a few seconds on one idle CPU core).
@@ -68,9 +69,9 @@ def grid_runs() -> list[tuple[str, int, int, int]]:
 #: How the two readouts are named in figures.
 READOUT_NAMES = {"mlp": "MLP", "linear": "linear"}
 
-CACHE_PATH = Path(__file__).with_name("data") / "head_count_grid.json"
+CACHE_PATH = DATA_DIR / "head_count_grid.json"
 #: The trained weights :func:`trained_model` loads for its default setting (num_heads, seed, k, readout).
-MODEL_PATH = Path(__file__).with_name("data") / "relation_model_h2_seed0.pt"
+MODEL_PATH = DATA_DIR / "relation_model_h2_seed0.pt"
 CACHED_MODEL = (2, 0, DEFAULT_RELATIONS, "mlp")
 
 
@@ -483,7 +484,7 @@ def render_head_maps(num_heads: int = 2, seed: int = 0):
     """Figure: each head's attention map on a held-out sequence (cached, k = 4, MLP readout)."""
     import matplotlib.pyplot as plt
 
-    from .plotting import plot_heads
+    from ..viz.plotting import plot_heads
 
     weights, labels = cached_maps(num_heads, seed)
     cols = min(num_heads, 4)

@@ -27,9 +27,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_divisible, check_float_tensor, check_positive_int, check_rank
-from .attention import merge_heads, scaled_dot_product_attention, split_heads
-from .modules import MultiHeadAttention, _resolve_qkv, combine_masks
+from ..checks import check_divisible, check_float_tensor, check_positive_int, check_rank
+from ..attention import merge_heads, scaled_dot_product_attention, split_heads
+from ..modules import MultiHeadAttention, _resolve_qkv, combine_masks
+from . import DATA_DIR
 
 #: The merge strategies, in the order the chapter discusses them.
 MERGES = ("concat", "average", "weighted", "gated")
@@ -484,7 +485,7 @@ def plot_merge_example(merge: str, sentence: str):
     final projection receives after the merge. Returns the figure."""
     import matplotlib.pyplot as plt
 
-    from .plotting import head_color
+    from ..viz.plotting import head_color
 
     ex = merge_example(merge, sentence)
     words, heads = ex["words"], ex["heads"]
@@ -526,7 +527,7 @@ def merge_example_alt(merge: str, sentence: str) -> str:
 # --------------------------------------------------------------------------------------------
 
 #: Where ``scripts/make_merge_results.py`` stores the multi-seed results the chapter reads.
-RESULTS_PATH = Path(__file__).with_name("data") / "merge_results.json"
+RESULTS_PATH = DATA_DIR / "merge_results.json"
 #: The sweep behind the cached results: tasks (number of relations), seeds, and the heads.
 SWEEP = {"num_relations": (4, 2), "seeds": (0, 1, 2, 3, 4), "num_heads": 4, "readout": "linear"}
 
@@ -546,7 +547,7 @@ def merge_experiment(strategy: str, *, seed: int = 0, num_relations: int = 4, nu
         ``train_accuracy``, ``params`` (whole model), ``attention_params``, ``merge_params``,
         ``strategy``, ``seed``, ``num_relations``, ``num_heads``. Plain numbers: JSON-ready.
     """
-    from . import experiments  # chapter 1's harness (imported here: it imports nothing from us)
+    from . import head_count as experiments  # chapter 1's harness (imported here: it imports nothing from us)
 
     check_merge(strategy)
     steps = experiments.STEPS if steps is None else steps
@@ -605,7 +606,7 @@ def plot_merge_results(runs: list[dict], *, ax=None):
     (colour = strategy). Returns the figure."""
     import matplotlib.pyplot as plt
 
-    from .plotting import head_color
+    from ..viz.plotting import head_color
 
     tasks = sorted({r["num_relations"] for r in runs}, reverse=True)
     if ax is None:

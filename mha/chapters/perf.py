@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from ._checks import check_positive_int
+from ..checks import check_positive_int
 
 #: The implementations the benchmark compares, in the order its tables list them.
 IMPLS = (
@@ -189,7 +189,7 @@ def describe(report) -> str:
 def _plt():
     import matplotlib.pyplot as plt
 
-    from .plotting import use_style
+    from ..viz.plotting import use_style
 
     use_style()
     return plt
@@ -205,7 +205,7 @@ def _plain_log_ticks(ax) -> None:
 
 
 def _color(impl: str) -> str:
-    from .plotting import HEAD_COLORS
+    from ..viz.plotting import HEAD_COLORS
 
     return HEAD_COLORS[IMPLS.index(impl) % len(HEAD_COLORS)] if impl in IMPLS else "0.5"
 

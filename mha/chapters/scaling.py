@@ -22,7 +22,7 @@ import math
 
 import torch
 
-from ._checks import check_positive_int
+from ..checks import check_positive_int
 from .softmax_demo import entropy_bits
 
 #: Head widths of the sweep: 1, 2, 4, ..., 1024.
@@ -146,7 +146,7 @@ def plot_scaling_sweep(sweep: dict):
     """
     import matplotlib.pyplot as plt
 
-    from .plotting import head_color
+    from ..viz.plotting import head_color
 
     panels = [
         ("variance", "variance of the scores", "log"),
@@ -181,7 +181,7 @@ def render_scaling(d_k: int = 64, scale: str = "1/√d_k"):
     """
     import matplotlib.pyplot as plt
 
-    from .plotting import head_color
+    from ..viz.plotting import head_color
 
     scores, keys, factor = sample_scores(d_k, scale)  # (N, S)
     stats = _stats(scores, keys, factor)
@@ -222,7 +222,7 @@ def head_blocks(d_model: int, num_heads: int) -> list[range]:
     """The feature columns each head receives from :func:`mha.split_heads`: head i gets
     columns ``i·d_k .. (i+1)·d_k - 1``.
     """
-    from ._checks import check_divisible
+    from ..checks import check_divisible
 
     d_model = check_positive_int("d_model", d_model)
     num_heads = check_positive_int("num_heads", num_heads)
@@ -240,7 +240,7 @@ def render_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4):
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    from .plotting import head_color
+    from ..viz.plotting import head_color
 
     blocks = head_blocks(d_model, num_heads)
     head_dim = d_model // num_heads
@@ -296,7 +296,7 @@ def render_head_map(maps, labels, *, head: int = 1, example: int = 1):
     Returns:
         matplotlib.figure.Figure
     """
-    from .plotting import head_color, plot_attention
+    from ..viz.plotting import head_color, plot_attention
 
     w = maps[example - 1, head - 1]  # (T, T)
     return plot_attention(w, labels[example - 1], title=f"input {example}, head {head}",
@@ -308,7 +308,7 @@ def check_merge_heads(fn) -> bool:
 
     Returns True, or raises AssertionError saying which shape failed and how.
     """
-    from .attention import split_heads
+    from ..attention import split_heads
 
     for batch_size, seq_len, d_model, num_heads in [(2, 5, 8, 2), (1, 3, 12, 3), (3, 1, 6, 6), (2, 4, 8, 1)]:
         gen = torch.Generator().manual_seed(batch_size * 100 + d_model)

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from .attention import scaled_dot_product_attention
+from ..attention import scaled_dot_product_attention
 
 #: The two sentences compared: the same words, the roles swapped.
 SENTENCE = ("cat", "chases", "mouse")
@@ -82,7 +82,7 @@ def render_split(split: float = 0.5):
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from .plotting import HEAD_COLORS, plot_attention
+    from ..viz.plotting import HEAD_COLORS, plot_attention
 
     result = two_sentences(split)
     fig, (ax_w, ax_out) = plt.subplots(1, 2, figsize=(8.0, 2.8), gridspec_kw={"width_ratios": [1.2, 1]})
@@ -134,7 +134,7 @@ def render_relations():
     import numpy as np
     from matplotlib.lines import Line2D
 
-    from .plotting import head_color
+    from ..viz.plotting import head_color
 
     colors = {kind: head_color(i) for i, kind in enumerate(RELATION_KINDS)}
     fig, axes = plt.subplots(2, 1, figsize=(9.0, 4.8), gridspec_kw={"height_ratios": [1, 1.4]})

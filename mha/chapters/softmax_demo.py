@@ -12,8 +12,8 @@ import math
 
 import torch
 
-from ._checks import check_float_tensor
-from .attention import masked_softmax
+from ..checks import check_float_tensor
+from ..attention import masked_softmax
 
 #: Five tokens and the attention scores one query gives them (a fixed, readable example).
 TOKENS = ["the", "cat", "chased", "the", "mouse"]
@@ -61,7 +61,7 @@ def plot_temperature(temperature: float = 1.0, *, scores=SCORES, tokens=TOKENS, 
     """
     import matplotlib.pyplot as plt
 
-    from .plotting import HEAD_COLORS, use_style
+    from ..viz.plotting import HEAD_COLORS, use_style
 
     probs = softmax_with_temperature(scores, temperature)
     if len(tokens) != probs.shape[-1]:

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .attention import masked_softmax, merge_heads
-from .modules import MultiHeadAttention, SingleHeadAttention
+from ..attention import masked_softmax, merge_heads
+from ..modules import MultiHeadAttention, SingleHeadAttention
 
 TOKENS = ["the", "cat", "saw", "the", "dog"]
 FEATURES = ["det", "noun", "verb", "p1", "p2", "p3", "p4", "p5"]
@@ -545,7 +545,7 @@ def render_explorer(noun: float = 1.0, verb: float = 0.0, temperature: float = 1
     """
     import matplotlib.pyplot as plt
 
-    from .plotting import head_color, plot_attention, use_style
+    from ..viz.plotting import head_color, plot_attention, use_style
 
     use_style()
     ex = explorer_example(noun, verb, temperature)

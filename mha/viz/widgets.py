@@ -2,7 +2,7 @@
 
 One call defines an explorer: its controls and a ``render`` function that draws a figure.
 
-    >>> from mha.widgets import explorer                                 # doctest: +SKIP
+    >>> from mha.viz.widgets import explorer                                 # doctest: +SKIP
     >>> explorer(render, {"num_heads": [1, 2, 4, 8], "mask": ["none", "causal"]},
     ...          title="Heads and masks")                                # doctest: +SKIP
 
@@ -22,7 +22,8 @@ result, too many frames or a page too heavy raises in the notebook cell itself. 
 must start with ``# NBVAL_IGNORE_OUTPUT``: the values behind each frame are checked by the
 unit tests of the render function's data, not by comparing images.
 
-Only this module imports ipywidgets; matplotlib and Pillow are imported inside functions.
+Only this module of the package imports ipywidgets; ipywidgets, matplotlib and Pillow are
+imported inside functions, so ``import mha.viz.widgets`` stays light.
 """
 from __future__ import annotations
 
@@ -535,8 +536,8 @@ def explorer(render: Callable, controls: Mapping[str, Sequence], *, title: str, 
     Example::
 
         # NBVAL_IGNORE_OUTPUT
-        from mha.widgets import explorer
-        explorer(mha.experiments.render_heads, {"num_heads": [1, 2, 4, 8]},
+        from mha.viz.widgets import explorer
+        explorer(mha.viz.head_count.render_head_maps, {"num_heads": [1, 2, 4, 8]},
                  title="Attention per head", caption="Each head attends differently.")
     """
     return Explorer(render, controls, title=title, caption=caption, alt=alt, live=live)
