@@ -14,7 +14,7 @@ matplotlib nor ipywidgets.
 from .attention import (
     average_heads, causal_mask, masked_softmax, merge_heads, scaled_dot_product_attention, split_heads,
 )
-from .counting import attention_flops, attention_flops_breakdown, attention_params, kv_cache_bytes
+from .counting import attention_flops, attention_flops_breakdown, attention_params, count_params, kv_cache_bytes
 from .device import get_device
 from .kv_cache import KVCache
 from .modules import (
@@ -47,6 +47,6 @@ def __getattr__(name):
 __all__ = [
     "AttentionHead", "EncoderLayer", "GroupedQueryAttention", "KVCache", "LoopedMultiHeadAttention", "MultiHeadAttention",
     "SingleHeadAttention", "attention_flops", "attention_flops_breakdown", "attention_params",
-    "average_heads", "causal_mask", "get_device", "kv_cache_bytes", "masked_softmax", "merge_heads",
+    "average_heads", "causal_mask", "count_params", "get_device", "kv_cache_bytes", "masked_softmax", "merge_heads",
     "scaled_dot_product_attention", "split_heads",
 ]

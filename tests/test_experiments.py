@@ -53,10 +53,10 @@ def test_task_errors():
 @pytest.mark.parametrize("readout", ["linear", "mlp"])
 def test_same_parameter_count_for_every_head_count(readout):
     task = E.make_task(4, num_train=8, num_test=8)
-    counts = {h: E.count_params(E.make_model(h, task, readout=readout)) for h in (1, 2, 4, 8, 16, 32)}
+    counts = {h: mha.count_params(E.make_model(h, task, readout=readout)) for h in (1, 2, 4, 8, 16, 32)}
     assert len(set(counts.values())) == 1
     model = E.make_model(4, task, readout=readout)
-    assert E.count_params(model.attention) == mha.attention_params(32, 4) == 4 * 32 * 32 + 4 * 32
+    assert mha.count_params(model.attention) == mha.attention_params(32, 4) == 4 * 32 * 32 + 4 * 32
 
 
 def test_model_shapes_and_weights():

@@ -219,11 +219,6 @@ def build_skeleton(cfg: ModelConfig, device="meta") -> nn.Module:
     return parts
 
 
-def count_params(module: nn.Module) -> int:
-    """``sum(p.numel() for p in module.parameters())``."""
-    return sum(p.numel() for p in module.parameters())
-
-
 def param_table(configs=CLASSIC_CONFIGS) -> list[dict]:
     """One row per model: shape, attention parameters per layer and per stack, share of the total.
 

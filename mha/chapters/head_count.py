@@ -35,7 +35,7 @@ from torch import nn
 
 from ..checks import check_positive_int
 from ..attention import causal_mask
-from ..counting import attention_params
+from ..counting import attention_params, count_params
 from ..modules import MultiHeadAttention
 from . import DATA_DIR
 
@@ -215,11 +215,6 @@ class RelationModel(nn.Module):
         attended, weights = self.attention(x, mask=self.mask[:seq_len, :seq_len])  # (B, T, D), (B, H, T, T)
         logits = self.readout(x + attended)  # (B, T, K*V)
         return logits.view(batch_size, seq_len, self.num_relations, self.vocab_size), weights  # (B, T, K, V)
-
-
-def count_params(module: nn.Module) -> int:
-    """Number of trainable parameters, ``sum(p.numel() ...)``."""
-    return sum(p.numel() for p in module.parameters() if p.requires_grad)
 
 
 def make_model(num_heads: int, task: Task, *, seed: int = 0, d_model: int = D_MODEL, readout: str = "mlp",
