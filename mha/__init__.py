@@ -18,7 +18,8 @@ from .counting import attention_flops, attention_flops_breakdown, attention_para
 from .device import get_device
 from .kv_cache import KVCache
 from .modules import (
-    AttentionHead, GroupedQueryAttention, LoopedMultiHeadAttention, MultiHeadAttention, SingleHeadAttention,
+    AttentionHead, FusedMultiHeadAttention, GroupedQueryAttention, LoopedMultiHeadAttention, MultiHeadAttention,
+    SingleHeadAttention,
 )
 
 # Modules that load on first use (``mha.chapters``, ``mha.viz``, ``mha.bert``, ...), so that
@@ -45,7 +46,8 @@ def __getattr__(name):
 
 
 __all__ = [
-    "AttentionHead", "EncoderLayer", "GroupedQueryAttention", "KVCache", "LoopedMultiHeadAttention", "MultiHeadAttention",
+    "AttentionHead", "EncoderLayer", "FusedMultiHeadAttention", "GroupedQueryAttention", "KVCache",
+    "LoopedMultiHeadAttention", "MultiHeadAttention",
     "SingleHeadAttention", "attention_flops", "attention_flops_breakdown", "attention_params",
     "average_heads", "causal_mask", "count_params", "get_device", "kv_cache_bytes", "masked_softmax", "merge_heads",
     "scaled_dot_product_attention", "split_heads",

@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
-from .checks import check_float_tensor, check_mask, check_positive_int, check_divisible
+from .checks import check_divisible, check_dropout, check_float_tensor, check_mask, check_positive_int
 
 
 def causal_mask(T: int, S: int | None = None, device=None) -> torch.Tensor:
@@ -110,7 +111,7 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     return exp_scores / denom.clamp_min(torch.finfo(scores.dtype).tiny)
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None):
+def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, dropout_p=0.0):
     """softmax(q kᵀ · scale + mask) v, returning the output *and* the weights.
 
     ``scale`` defaults to 1/√Dh: with unit-variance entries, q·k has variance Dh, and
@@ -121,6 +122,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None):
     ``torch.nn.functional.scaled_dot_product_attention``), or an additive float mask added
     to the scores (0 keeps a key, -inf blocks it; NaN is rejected). A query row whose keys
     are all blocked returns zero weights and a zero output, never NaN.
+
+    ``dropout_p`` (for training) drops each weight with that probability before the weighted
+    sum, scaling the others by 1 / (1 - p); the weights returned are those before dropout.
 
     Shapes:
         q (..., T, Dh), k (..., S, Dh), v (..., S, Dv), mask broadcastable to (..., T, S).
@@ -135,7 +139,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None):
         scale = 1.0 / math.sqrt(q.shape[-1])
     scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # (..., T, S)
     weights = masked_softmax(scores, mask)  # (..., T, S)
-    output = torch.matmul(weights, v)  # (..., T, Dv)
+    dropped = F.dropout(weights, check_dropout("dropout_p", dropout_p)) if dropout_p else weights
+    output = torch.matmul(dropped, v)  # (..., T, Dv)
     return output, weights
 
 

@@ -35,12 +35,13 @@ def test_exclude_leaves_out_parameters_and_shared_storage_counts_once():
     assert both == 2 * 6 * 4 + 2 * 6 * 4  # x once (shared by both matmuls), exp's output once
 
 
+@pytest.mark.parametrize("cls", [mha.MultiHeadAttention, mha.FusedMultiHeadAttention])
 @pytest.mark.parametrize("batch_size, seq_len", [(1, 12), (2, 16)])  # != head_dim 8
-def test_attention_matrices_kept_per_path(batch_size, seq_len):
+def test_attention_matrices_kept_per_path(batch_size, seq_len, cls):
     torch.manual_seed(0)
     d_model, num_heads = 32, 4
     ref = nn.MultiheadAttention(d_model, num_heads, batch_first=True)
-    ours = mha.MultiHeadAttention.from_torch(ref)
+    ours = cls.from_torch(ref)
     params = list(ref.parameters()) + list(ours.parameters())
     x = torch.randn(batch_size, seq_len, d_model)
     count = {}
@@ -51,12 +52,14 @@ def test_attention_matrices_kept_per_path(batch_size, seq_len):
     assert count == {"weights": 2, "sdpa": 0, "torch": 1}
 
 
-def test_fused_projection_keeps_no_concatenated_weight():
-    """mha projects Q, K, V in one matmul yet keeps exactly the bytes nn.MultiheadAttention keeps."""
+@pytest.mark.parametrize("cls", [mha.FusedMultiHeadAttention, mha.MultiHeadAttention])
+def test_fused_projection_keeps_no_concatenated_weight(cls):
+    """The fast layer projects Q, K, V in one matmul yet keeps exactly the bytes nn.MultiheadAttention
+    keeps (and so does the readable layer, with its three separate projections)."""
     torch.manual_seed(0)
     d_model, num_heads = 32, 4
     ref = nn.MultiheadAttention(d_model, num_heads, batch_first=True)
-    ours = mha.MultiHeadAttention.from_torch(ref)
+    ours = cls.from_torch(ref)
     params = list(ref.parameters()) + list(ours.parameters())
     x = torch.randn(2, 8, d_model)
     mine = perf.saved_activation_bytes(lambda x: ours(x, need_weights=False)[0], x.clone().requires_grad_(), params)

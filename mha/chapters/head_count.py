@@ -13,7 +13,8 @@ answers are right. Labels are correct by construction: they are copies of the in
 (``"mlp"``: a hidden layer of width ``4 d_model``, then ``k x vocab_size`` logits; ``"linear"``:
 one linear layer to the logits). The attention block is pluggable: any module whose forward is
 ``attention(x, *, mask=mask) -> (out (B, T, D), weights (B, H, T, S))``, like
-:class:`mha.MultiHeadAttention`.
+:class:`mha.MultiHeadAttention`; the default is :class:`mha.FusedMultiHeadAttention`, the same
+function on the fast path.
 
 **The comparison.** With ``d_k = d_model / h`` the attention layer has ``4 d_model^2 + 4 d_model``
 parameters whatever ``h`` is, and nothing else in the model depends on ``h``: the models differ only
@@ -36,7 +37,7 @@ from torch import nn
 from ..checks import check_positive_int
 from ..attention import causal_mask
 from ..counting import attention_params, count_params
-from ..modules import MultiHeadAttention
+from ..modules import FusedMultiHeadAttention
 from . import DATA_DIR
 
 #: Defaults of the chapter's experiment: one layer of width 32, a vocabulary of 16 symbols,
@@ -183,7 +184,7 @@ class RelationModel(nn.Module):
         d_model: D. num_heads: H (used only when ``attention`` is None).
         readout: ``"mlp"`` (hidden width 4 D, ReLU) or ``"linear"``.
         attention: a module ``attention(x, *, mask=mask) -> (out (B, T, D), weights (B, H, T, S))``
-            to use instead of ``mha.MultiHeadAttention(d_model, num_heads)``; ``mask`` is a bool
+            to use instead of ``mha.FusedMultiHeadAttention(d_model, num_heads)``; ``mask`` is a bool
             (T, T) causal mask, True = may attend.
 
     Shapes:
@@ -199,7 +200,7 @@ class RelationModel(nn.Module):
         self.d_model, self.readout_kind = d_model, readout
         self.token_embedding = nn.Embedding(vocab_size, d_model)
         self.position_embedding = nn.Embedding(seq_len, d_model)
-        self.attention = MultiHeadAttention(d_model, num_heads) if attention is None else attention
+        self.attention = FusedMultiHeadAttention(d_model, num_heads) if attention is None else attention
         out_features = num_relations * vocab_size
         if readout == "linear":
             self.readout = nn.Linear(d_model, out_features)
@@ -222,7 +223,7 @@ def make_model(num_heads: int, task: Task, *, seed: int = 0, d_model: int = D_MO
     """A :class:`RelationModel` for ``task`` whose initial weights depend on ``seed`` only.
 
     ``attention`` may be a callable ``attention(d_model, num_heads) -> module`` (built inside the
-    seeded block, so its weights are reproducible too) or None for ``mha.MultiHeadAttention``.
+    seeded block, so its weights are reproducible too) or None for ``mha.FusedMultiHeadAttention``.
     For the default attention, checks that the layer has ``attention_params(d_model, num_heads)``
     parameters: the same for every ``num_heads`` dividing ``d_model``.
     """
@@ -349,7 +350,7 @@ def head_count_experiment(num_heads: int, *, seed: int = 0, num_relations: int =
     ``t >= k`` the model must name the tokens at ``t - 1, ..., t - k`` at once (``k =
     num_relations``). ``accuracy`` is the held-out fraction of positions where all ``k`` answers
     are right (chance: ``16**-k``). The model: token + position embeddings (``d_model`` = 32), one
-    causal ``mha.MultiHeadAttention(d_model, num_heads)`` with a residual, and an MLP (default) or
+    causal ``mha.FusedMultiHeadAttention(d_model, num_heads)`` with a residual, and an MLP (default) or
     linear readout; ``d_k = d_model / num_heads``, so the parameter count does not depend on
     ``num_heads``. ``seed`` fixes the data, the initial weights and the minibatch order.
 

@@ -29,7 +29,7 @@ from torch import nn
 
 from ..checks import check_divisible, check_float_tensor, check_positive_int, check_rank
 from ..attention import merge_heads, scaled_dot_product_attention, split_heads
-from ..modules import MultiHeadAttention, _resolve_qkv, combine_masks
+from ..modules import MultiHeadAttention, combine_masks, resolve_qkv
 from . import DATA_DIR
 
 #: The merge strategies, in the order the chapter discusses them.
@@ -198,7 +198,7 @@ class MergedMultiHeadAttention(nn.Module):
         Returns:
             heads (B, H, T, Dh), weights (B, H, T, S).
         """
-        query, key, value = _resolve_qkv(query, key, value, self.d_model)
+        query, key, value = resolve_qkv(query, key, value, self.d_model)
         (batch_size, seq_len, _), key_len = query.shape, key.shape[1]
         mask = combine_masks(mask, key_padding_mask, batch_size, self.num_heads, seq_len, key_len, query.dtype)
         q = split_heads(self.q_proj(query), self.num_heads)  # (B, H, T, Dh)
