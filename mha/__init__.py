@@ -26,7 +26,7 @@ from .modules import (
 # ``import mha`` stays light. The flat names of earlier versions (``mha.experiments``,
 # ``mha.plotting``, ...) are kept as aliases of the modules that replaced them.
 _SUBMODULES = {
-    "chapters": "chapters", "encoder": "encoder", "viz": "viz",
+    "bert": "bert", "chapters": "chapters", "encoder": "encoder", "viz": "viz",
     "configs": "chapters.configs", "experiments": "chapters.head_count", "merging": "chapters.merging",
     "perf": "chapters.perf", "pretrained": "chapters.pretrained_analysis", "scaling": "chapters.scaling",
     "single_head": "chapters.single_head", "softmax_demo": "chapters.softmax_demo",

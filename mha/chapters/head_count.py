@@ -28,7 +28,6 @@ import contextlib
 import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
