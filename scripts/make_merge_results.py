@@ -11,7 +11,8 @@ import sys
 
 import torch
 
-from mha import experiments, merging
+from mha.chapters import merging
+from mha.chapters import task as experiments  # chapter 1's task and training settings
 
 
 def main() -> int:

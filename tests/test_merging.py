@@ -164,7 +164,7 @@ def test_to_concat_is_the_same_function(merge):
 def test_equivalent_out_proj_errors():
     with pytest.raises(ValueError, match="merge 'gated' has no equivalent W_O"):
         merging.equivalent_out_proj(MergedMultiHeadAttention(8, 2, "gated"))
-    with pytest.raises(TypeError, match="module must be an mha.merging.MergedMultiHeadAttention"):
+    with pytest.raises(TypeError, match="module must be an mha.chapters.merging.MergedMultiHeadAttention"):
         merging.equivalent_out_proj(mha.MultiHeadAttention(8, 2))
 
 
@@ -271,9 +271,3 @@ def test_summaries_of_runs():
     keys = {(r["num_relations"], r["strategy"], r["seed"]) for r in cached}
     sweep = merging.SWEEP
     assert keys == {(k, m, s) for k in sweep["num_relations"] for m in MERGES for s in sweep["seeds"]}
-
-
-def test_exposed_in_experiments():
-    a = mha.experiments.merge_experiment("weighted", seed=2, num_relations=1, steps=3)
-    b = merging.merge_experiment("weighted", seed=2, num_relations=1, steps=3)
-    assert a == b and {"accuracy", "params"} <= set(a)

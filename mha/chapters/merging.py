@@ -250,7 +250,7 @@ def equivalent_out_proj(module: MergedMultiHeadAttention) -> torch.Tensor:
         (D, D) tensor, detached.
     """
     if not isinstance(module, MergedMultiHeadAttention):
-        raise TypeError(f"module must be an mha.merging.MergedMultiHeadAttention, found {type(module).__name__}")
+        raise TypeError(f"module must be an mha.chapters.merging.MergedMultiHeadAttention, found {type(module).__name__}")
     layer = module.merge_layer
     if module.merge == "concat":
         return layer.out_proj.weight.detach().clone()
@@ -536,7 +536,7 @@ def merge_experiment(strategy: str, *, seed: int = 0, num_relations: int = 4, nu
                      readout: str = "linear", steps: int | None = None, show_progress: bool = False) -> dict:
     """Train chapter 1's one-layer model with ``MergedMultiHeadAttention(merge=strategy)``; test it.
 
-    The task is chapter 1's (:func:`mha.experiments.make_task`): at each position ``t >= k`` name the
+    The task is chapter 1's (:func:`mha.chapters.task.make_task`): at each position ``t >= k`` name the
     tokens at ``t - 1, ..., t - k`` at once (``k = num_relations``; vocabulary 16, 12 tokens).
     ``num_relations=4`` needs four relations per token; ``num_relations=2`` is the easier task where
     averaging is not doomed in advance. Everything but the merge is the same: d_model 32,
@@ -547,7 +547,7 @@ def merge_experiment(strategy: str, *, seed: int = 0, num_relations: int = 4, nu
         ``train_accuracy``, ``params`` (whole model), ``attention_params``, ``merge_params``,
         ``strategy``, ``seed``, ``num_relations``, ``num_heads``. Plain numbers: JSON-ready.
     """
-    from . import head_count as experiments  # chapter 1's harness (imported here: it imports nothing from us)
+    from . import task as experiments  # chapter 1's task, model and training loop
 
     check_merge(strategy)
     steps = experiments.STEPS if steps is None else steps
