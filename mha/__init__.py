@@ -12,7 +12,8 @@ Importing ``mha`` has no side effects and needs no Jupyter, network or GPU; it i
 matplotlib nor ipywidgets.
 """
 from .attention import (
-    average_heads, causal_mask, masked_softmax, merge_heads, scaled_dot_product_attention, split_heads,
+    average_heads, causal_mask, entropy_bits, masked_softmax, merge_heads, scaled_dot_product_attention,
+    split_heads,
 )
 from .counting import attention_flops, attention_flops_breakdown, attention_params, count_params, kv_cache_bytes
 from .device import get_device
@@ -47,8 +48,7 @@ def __getattr__(name):
 
 __all__ = [
     "AttentionHead", "EncoderLayer", "FusedMultiHeadAttention", "GroupedQueryAttention", "KVCache",
-    "LoopedMultiHeadAttention", "MultiHeadAttention",
-    "SingleHeadAttention", "attention_flops", "attention_flops_breakdown", "attention_params",
-    "average_heads", "causal_mask", "count_params", "get_device", "kv_cache_bytes", "masked_softmax", "merge_heads",
-    "scaled_dot_product_attention", "split_heads",
+    "LoopedMultiHeadAttention", "MultiHeadAttention", "SingleHeadAttention", "attention_flops",
+    "attention_flops_breakdown", "attention_params", "average_heads", "causal_mask", "count_params", "entropy_bits",
+    "get_device", "kv_cache_bytes", "masked_softmax", "merge_heads", "scaled_dot_product_attention", "split_heads",
 ]

@@ -154,3 +154,16 @@ def average_heads(weights: torch.Tensor) -> torch.Tensor:
     """
     check_float_tensor("weights", weights, min_rank=4)
     return weights.mean(dim=-3)
+
+
+def entropy_bits(probs: torch.Tensor) -> torch.Tensor:
+    """Shannon entropy in bits over the last axis: 0 for one-hot, log2(S) for uniform.
+
+    How spread out a query's attention weights are (chapter 2's saturated softmax has almost 0).
+
+    Shapes:
+        probs (..., S) -> returns (...).
+    """
+    check_float_tensor("probs", probs, min_rank=1)
+    logs = torch.where(probs > 0, torch.log2(probs.clamp_min(torch.finfo(probs.dtype).tiny)), 0.0)
+    return -(probs * logs).sum(dim=-1)

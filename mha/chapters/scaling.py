@@ -22,8 +22,8 @@ import math
 
 import torch
 
+from ..attention import entropy_bits
 from ..checks import check_positive_int
-from .softmax_demo import entropy_bits
 
 #: Head widths of the sweep: 1, 2, 4, ..., 1024.
 DEFAULT_D_KS = tuple(2**i for i in range(11))

@@ -13,7 +13,7 @@ import math
 import torch
 
 from ..checks import check_float_tensor
-from ..attention import masked_softmax
+from ..attention import entropy_bits, masked_softmax
 
 #: Five tokens and the attention scores one query gives them (a fixed, readable example).
 TOKENS = ["the", "cat", "chased", "the", "mouse"]
@@ -40,17 +40,6 @@ def softmax_with_temperature(scores, temperature: float = 1.0) -> torch.Tensor:
         scores = torch.tensor(scores, dtype=torch.float64)
     check_float_tensor("scores", scores, min_rank=1)
     return masked_softmax(scores / _check_temperature(temperature))
-
-
-def entropy_bits(probs: torch.Tensor) -> torch.Tensor:
-    """Shannon entropy in bits over the last axis: 0 for one-hot, log2(S) for uniform.
-
-    Shapes:
-        probs (..., S) -> returns (...).
-    """
-    check_float_tensor("probs", probs, min_rank=1)
-    logs = torch.where(probs > 0, torch.log2(probs.clamp_min(torch.finfo(probs.dtype).tiny)), 0.0)
-    return -(probs * logs).sum(dim=-1)
 
 
 def plot_temperature(temperature: float = 1.0, *, scores=SCORES, tokens=TOKENS, ax=None):
