@@ -3,6 +3,7 @@ import pytest
 import torch
 
 import mha
+from mha import viz
 from mha.chapters import head_count as E
 from mha.chapters import task as relation_task
 from mha.chapters import single_head
@@ -264,8 +265,8 @@ def test_figures():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    for fig in (single_head.render_split(0.2), single_head.render_relations(), E.render_head_maps(8, seed=2),
-                E.plot_accuracy_vs_heads(), E.plot_grid("linear")):
+    for fig in (viz.single_head.render_split(0.2), viz.single_head.render_relations(), viz.head_count.render_head_maps(8, seed=2),
+                viz.head_count.plot_accuracy_vs_heads(), viz.head_count.plot_grid("linear")):
         assert isinstance(fig, matplotlib.figure.Figure) and fig.axes
         assert all(ax.get_title() for ax in fig.axes if ax.get_visible() and ax.axison)
         plt.close(fig)

@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 import mha
+from mha import viz
 from mha.chapters import perf
 
 matplotlib.use("Agg")
@@ -141,18 +142,18 @@ def test_plots_and_explorer_frames():
     import matplotlib.pyplot as plt
 
     report = fake_report()
-    for fig in (perf.plot_time_vs_seq_len(report), perf.plot_memory_vs_seq_len(report),
-                perf.plot_time_vs_seq_len(report, key="forward")):
+    for fig in (viz.perf.plot_time_vs_seq_len(report), viz.perf.plot_memory_vs_seq_len(report),
+                viz.perf.plot_time_vs_seq_len(report, key="forward")):
         assert len(fig.axes[0].lines) == len(perf.IMPLS)
         plt.close(fig)
     controls = perf.explorer_controls(report)
     assert controls == {"measure": ["forward", "forward+backward"], "seq_len": [8, 16]}
-    fig = perf.render_benchmark(report, measure="forward", seq_len=8)
+    fig = viz.perf.render_benchmark(report, measure="forward", seq_len=8)
     assert len(fig.axes[0].patches) == len(perf.IMPLS)
     plt.close(fig)
     assert "mha looped 8 ms" in perf.benchmark_alt(report, "forward", 8)
     with pytest.raises(ValueError, match="measure must be"):
-        perf.render_benchmark(report, measure="backward")
+        viz.perf.render_benchmark(report, measure="backward")
 
 
 def test_stored_results_are_valid():

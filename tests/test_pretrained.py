@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from mha import viz
 from mha import bert as B
 from mha.chapters import pretrained_analysis as P
 
@@ -259,11 +260,11 @@ def test_figures_and_explorer_render(model, tokenizer):
     import matplotlib.pyplot as plt
 
     r = P.it_resolution(model, tokenizer)
-    render = P.layer_explorer(r)
+    render = viz.pretrained_analysis.layer_explorer(r)
     figures = [render(layer=1, sentence="tired"), render(layer=6, sentence="wide"),
-               P.plot_all_heads(r["maps"]["tired"], r["tokens"]["tired"], title="t"), P.plot_it_margins(r),
-               P.plot_census(np.full((6, 12), "special", dtype=object), marks=r["resolves"]),
-               P.plot_similarity({"a": np.eye(72), "b": np.ones((72, 72))}, 12)]
+               viz.pretrained_analysis.plot_all_heads(r["maps"]["tired"], r["tokens"]["tired"], title="t"), viz.pretrained_analysis.plot_it_margins(r),
+               viz.pretrained_analysis.plot_census(np.full((6, 12), "special", dtype=object), marks=r["resolves"]),
+               viz.pretrained_analysis.plot_similarity({"a": np.eye(72), "b": np.ones((72, 72))}, 12)]
     assert all(isinstance(f, matplotlib.figure.Figure) for f in figures)
     assert figures[1]._suptitle is None and "Layer 6" in figures[1].axes[0].get_title()
     plt.close("all")
