@@ -132,6 +132,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, dropout_p=0.
         output (..., T, Dv), weights (..., T, S); each unmasked row of weights sums to 1.
     """
     _check_qkv(q, k, v)
+    dropout_p = check_dropout("dropout_p", dropout_p)
     scores_shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2])
     if mask is not None:
         check_mask("mask", mask, scores_shape, "(..., T, S)")
@@ -139,7 +140,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, dropout_p=0.
         scale = 1.0 / math.sqrt(q.shape[-1])
     scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # (..., T, S)
     weights = masked_softmax(scores, mask)  # (..., T, S)
-    dropped = F.dropout(weights, check_dropout("dropout_p", dropout_p)) if dropout_p else weights
+    dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights  # (..., T, S), training only
     output = torch.matmul(dropped, v)  # (..., T, Dv)
     return output, weights
 
