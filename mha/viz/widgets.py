@@ -36,9 +36,15 @@ import re
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 
-from .controls import (  # noqa: F401 (frame_count is part of this module's API)
+from .controls import (
     check_controls, default_alt, format_value, frame_count, grid, grid_description, is_number,
 )
+
+__all__ = [  # the controls' helpers stay importable from here, where explorers are made
+    "Explorer", "FRAME_COLORS", "FRAME_DPI", "FRAME_FORMAT", "MAX_BYTES", "MAX_FRAMES", "MIN_FRAME_DPI",
+    "check_controls", "default_alt", "explorer", "figure_png", "format_value", "frame_count", "frame_format", "grid",
+    "grid_description",
+]
 
 #: At most this many combinations of control values per explorer (each one is a stored frame).
 MAX_FRAMES = 64
