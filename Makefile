@@ -3,7 +3,8 @@
 # The browser tests (tests/test_browser*.py) run after the book is built.
 #
 #   make book             build the HTML book from the stored outputs (_build/html/index.html)
-#   make test             unit tests, nbval over every chapter (CPU), the book build, the offline browser test
+#   make test             import layers, unit tests, nbval over every chapter (CPU), the book build, the browser test
+#   make lint             check the package's layers and imports (lint-imports, contracts in pyproject.toml)
 #   make notebooks        re-execute every chapter on the CPU and store its outputs (after changing code)
 #   make check-notebooks  prove `make notebooks` would change no text output (writes nothing)
 #   make test-portable    nbval over every chapter as two other CPUs compute (other kernels, 1 and 2 threads)
@@ -24,7 +25,7 @@ MHA_DEVICE ?= cpu
 export MHA_DEVICE
 export TQDM_DISABLE := 1
 
-.PHONY: install book notebooks check-notebooks unit nbval browser test test-portable test-gpu budget caches clean
+.PHONY: install book notebooks check-notebooks lint unit nbval browser test test-portable test-gpu budget caches clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +45,9 @@ notebooks: install
 check-notebooks: install
 	$(PY) scripts/execute_notebooks.py --check $(CHAPTERS)
 
+lint: install
+	$(VENV)/bin/lint-imports --no-logo
+
 unit: install
 	$(PY) -m pytest -p no:cacheprovider tests --ignore-glob='*/test_browser*.py'
 
@@ -55,7 +59,7 @@ browser: book
 	$(PY) -m pytest -p no:cacheprovider -rs tests/test_browser*.py
 	@echo "Screenshots: $(CURDIR)/_build/screenshots/"
 
-test: unit nbval book browser
+test: lint unit nbval book browser
 	@$(PY) scripts/nbval_cells.py $(NOTEBOOKS) | tail -n 1
 
 # Other CPUs, emulated: PyTorch's, MKL's and oneDNN's kernels forced to other instruction sets, with

@@ -29,7 +29,7 @@ import torch.utils.benchmark as tbench
 from torch import nn
 
 import mha
-from mha.perf import saved_activation_bytes
+from mha.chapters.perf import saved_activation_bytes
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: Fewest timed samples per measurement (slow calls still get this many).
@@ -37,11 +37,16 @@ MIN_REPEATS = 5
 
 
 def implementations(d_model, num_heads, device, dtype):
-    """name -> forward(x) returning the output tensor; all share the same weights where they can."""
+    """name -> forward(x) returning the output tensor; all share the same weights where they can.
+
+    "mha" is the fast layer, ``mha.FusedMultiHeadAttention`` (one matmul for Q, K and V, PyTorch's
+    fused kernel with ``need_weights=False``): ``mha.MultiHeadAttention``'s function and weights.
+    """
     torch.manual_seed(0)
     ref = nn.MultiheadAttention(d_model, num_heads, batch_first=True).to(device, dtype)
-    ours = mha.MultiHeadAttention.from_torch(ref)
-    looped = mha.LoopedMultiHeadAttention.from_multi_head(ours)
+    readable = mha.MultiHeadAttention.from_torch(ref)
+    ours = mha.FusedMultiHeadAttention.from_multi_head(readable)
+    looped = mha.LoopedMultiHeadAttention.from_multi_head(readable)
     gqa = mha.GroupedQueryAttention(d_model, num_heads, max(1, num_heads // 4)).to(device, dtype)
     mqa = mha.GroupedQueryAttention(d_model, num_heads, 1).to(device, dtype)
     return {

@@ -2,7 +2,7 @@
 
 Usage: python -m benchmarks.bench_explorers [--strict] [book/NN_x.ipynb ...]
 
-Runs each chapter's code cells in this process with ``mha.widgets.explorer`` wrapped by a
+Runs each chapter's code cells in this process with ``mha.viz.widgets.explorer`` wrapped by a
 timer that builds the real explorer, then times its live update for every combination of
 control values (a precomputed-frame lookup by default) and, for reference, a fresh render
 (matplotlib draw + PNG encode: what a move would cost without the frames). Writes
@@ -57,11 +57,11 @@ def run_notebook(path: Path, records: list) -> None:
     import nbformat
     from IPython.core.interactiveshell import InteractiveShell
 
-    import mha.widgets
+    import mha.viz.widgets
 
     nb = nbformat.read(path, as_version=4)
-    original = mha.widgets.explorer
-    mha.widgets.explorer = timed_explorer_factory(records, path.name, original)
+    original = mha.viz.widgets.explorer
+    mha.viz.widgets.explorer = timed_explorer_factory(records, path.name, original)
     shell = InteractiveShell.instance()
     cwd = os.getcwd()
     os.chdir(path.parent)
@@ -72,7 +72,7 @@ def run_notebook(path: Path, records: list) -> None:
                 if not result.success:
                     raise RuntimeError(f"{path.name}: a cell failed: {result.error_in_exec or result.error_before_exec}")
     finally:
-        mha.widgets.explorer = original
+        mha.viz.widgets.explorer = original
         os.chdir(cwd)
         shell.reset()
         import matplotlib.pyplot as plt

@@ -1,40 +1,54 @@
 """``mha``: multi-head attention, the code behind every chapter of the course.
 
-Importing it has no side effects and needs no Jupyter, network or GPU. Plotting lives in
-``mha.plotting`` and interactive explorers in ``mha.widgets`` (imported on demand).
+Three layers, each importing only from the ones below it:
+
+* the core, in this package: ``attention`` (the functions), ``modules`` (the layers),
+  ``fused`` (the fast path), ``kv_cache``, ``counting``, ``encoder``, ``bert``, ``device``,
+  ``checks``;
+* ``mha.chapters``: each chapter's experiment, worked example and tables (data only);
+* ``mha.viz``: the book's plotting style, every figure and the interactive explorers.
+
+Importing ``mha`` has no side effects and needs no Jupyter, network or GPU; it imports neither
+matplotlib nor ipywidgets.
 """
 from .attention import (
-    average_heads, causal_mask, masked_softmax, merge_heads, scaled_dot_product_attention, split_heads,
+    average_heads, causal_mask, entropy_bits, masked_softmax, merge_heads, scaled_dot_product_attention,
+    split_heads,
 )
-from .counting import attention_flops, attention_flops_breakdown, attention_params, kv_cache_bytes
+from .counting import attention_flops, attention_flops_breakdown, attention_params, count_params, kv_cache_bytes
 from .device import get_device
 from .kv_cache import KVCache
 from .modules import (
-    AttentionHead, GroupedQueryAttention, LoopedMultiHeadAttention, MultiHeadAttention, SingleHeadAttention,
+    AttentionHead, FusedMultiHeadAttention, GroupedQueryAttention, LoopedMultiHeadAttention, MultiHeadAttention,
+    SingleHeadAttention,
 )
 
-# Chapter modules load on first use (``mha.experiments``, ``mha.widgets``, ...), so that
-# ``import mha`` stays light and never imports matplotlib or ipywidgets.
+# Modules that load on first use (``mha.chapters``, ``mha.viz``, ``mha.bert``, ...), so that
+# ``import mha`` stays light. The flat names of earlier versions (``mha.experiments``,
+# ``mha.plotting``, ...) are kept as aliases of the modules that replaced them.
 _SUBMODULES = {
-    "configs", "encoder", "experiments", "merging", "perf", "plotting", "pretrained", "scaling",
-    "single_head", "softmax_demo", "widgets", "worked",
+    "bert": "bert", "chapters": "chapters", "encoder": "encoder", "viz": "viz",
+    "configs": "chapters.configs", "experiments": "chapters.head_count", "merging": "chapters.merging",
+    "perf": "chapters.perf", "pretrained": "chapters.pretrained_analysis", "scaling": "chapters.scaling",
+    "single_head": "chapters.single_head", "softmax_demo": "chapters.softmax_demo",
+    "worked": "chapters.worked", "plotting": "viz.plotting", "widgets": "viz.widgets",
 }
-_LAZY_NAMES = {"worked_example": "worked", "EncoderLayer": "encoder"}
+_LAZY_NAMES = {"worked_example": "chapters.worked", "EncoderLayer": "encoder"}
 
 
 def __getattr__(name):
     import importlib
 
     if name in _SUBMODULES:
-        return importlib.import_module(f".{name}", __name__)
+        return importlib.import_module(f".{_SUBMODULES[name]}", __name__)
     if name in _LAZY_NAMES:
         return getattr(importlib.import_module(f".{_LAZY_NAMES[name]}", __name__), name)
     raise AttributeError(f"module 'mha' has no attribute {name!r}")
 
 
 __all__ = [
-    "AttentionHead", "EncoderLayer", "GroupedQueryAttention", "KVCache", "LoopedMultiHeadAttention", "MultiHeadAttention",
-    "SingleHeadAttention", "attention_flops", "attention_flops_breakdown", "attention_params",
-    "average_heads", "causal_mask", "get_device", "kv_cache_bytes", "masked_softmax", "merge_heads",
-    "scaled_dot_product_attention", "split_heads",
+    "AttentionHead", "EncoderLayer", "FusedMultiHeadAttention", "GroupedQueryAttention", "KVCache",
+    "LoopedMultiHeadAttention", "MultiHeadAttention", "SingleHeadAttention", "attention_flops",
+    "attention_flops_breakdown", "attention_params", "average_heads", "causal_mask", "count_params", "entropy_bits",
+    "get_device", "kv_cache_bytes", "masked_softmax", "merge_heads", "scaled_dot_product_attention", "split_heads",
 ]

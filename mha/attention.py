@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
-from ._checks import check_float_tensor, check_mask, check_positive_int, check_divisible
+from .checks import check_divisible, check_dropout, check_float_tensor, check_mask, check_positive_int
 
 
 def causal_mask(T: int, S: int | None = None, device=None) -> torch.Tensor:
@@ -110,7 +111,7 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     return exp_scores / denom.clamp_min(torch.finfo(scores.dtype).tiny)
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None):
+def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, dropout_p=0.0):
     """softmax(q kᵀ · scale + mask) v, returning the output *and* the weights.
 
     ``scale`` defaults to 1/√Dh: with unit-variance entries, q·k has variance Dh, and
@@ -122,12 +123,16 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None):
     to the scores (0 keeps a key, -inf blocks it; NaN is rejected). A query row whose keys
     are all blocked returns zero weights and a zero output, never NaN.
 
+    ``dropout_p`` (for training) drops each weight with that probability before the weighted
+    sum, scaling the others by 1 / (1 - p); the weights returned are those before dropout.
+
     Shapes:
         q (..., T, Dh), k (..., S, Dh), v (..., S, Dv), mask broadcastable to (..., T, S).
     Returns:
         output (..., T, Dv), weights (..., T, S); each unmasked row of weights sums to 1.
     """
     _check_qkv(q, k, v)
+    dropout_p = check_dropout("dropout_p", dropout_p)
     scores_shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2])
     if mask is not None:
         check_mask("mask", mask, scores_shape, "(..., T, S)")
@@ -135,7 +140,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None):
         scale = 1.0 / math.sqrt(q.shape[-1])
     scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # (..., T, S)
     weights = masked_softmax(scores, mask)  # (..., T, S)
-    output = torch.matmul(weights, v)  # (..., T, Dv)
+    dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights  # (..., T, S), training only
+    output = torch.matmul(dropped, v)  # (..., T, Dv)
     return output, weights
 
 
@@ -149,3 +155,16 @@ def average_heads(weights: torch.Tensor) -> torch.Tensor:
     """
     check_float_tensor("weights", weights, min_rank=4)
     return weights.mean(dim=-3)
+
+
+def entropy_bits(probs: torch.Tensor) -> torch.Tensor:
+    """Shannon entropy in bits over the last axis: 0 for one-hot, log2(S) for uniform.
+
+    How spread out a query's attention weights are (chapter 2's saturated softmax has almost 0).
+
+    Shapes:
+        probs (..., S) -> returns (...).
+    """
+    check_float_tensor("probs", probs, min_rank=1)
+    logs = torch.where(probs > 0, torch.log2(probs.clamp_min(torch.finfo(probs.dtype).tiny)), 0.0)
+    return -(probs * logs).sum(dim=-1)

@@ -1,11 +1,11 @@
 """Closed-form costs of an attention layer: parameters, FLOPs and KV-cache bytes.
 
-Each formula is checked in the tests against real modules (``sum(p.numel() ...)``) and real
+Each formula is checked in the tests against real modules (:func:`count_params`) and real
 cache tensors. Notation: D = d_model, H = num_heads, G = num_kv_heads, Dh = D / H, T = seq_len.
 """
 from __future__ import annotations
 
-from ._checks import check_divisible, check_positive_int
+from .checks import check_divisible, check_positive_int
 
 
 def _sizes(d_model, num_heads, num_kv_heads):
@@ -82,3 +82,19 @@ def kv_cache_bytes(batch_size: int, seq_len: int, num_layers: int, num_kv_heads:
     for size in sizes:
         total *= size
     return total
+
+
+def count_params(module, *, trainable_only: bool = False) -> int:
+    """Parameters of ``module``: ``sum(p.numel() for p in module.parameters())``.
+
+    The count every formula above is checked against: ``count_params(mha.MultiHeadAttention(D, H))
+    == attention_params(D, H)``. With ``trainable_only``, only the parameters an optimiser
+    updates (``requires_grad``) count.
+
+    Returns:
+        int.
+    """
+    parameters = getattr(module, "parameters", None)
+    if not callable(parameters):
+        raise TypeError(f"module must be a torch.nn.Module, found {type(module).__name__}")
+    return sum(p.numel() for p in parameters() if p.requires_grad or not trainable_only)

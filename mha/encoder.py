@@ -27,7 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_float_tensor, check_positive_int, check_rank
+from .checks import check_float_tensor, check_positive_int, check_rank
 from .modules import MultiHeadAttention
 
 #: Activations the feed-forward block accepts, by name. "gelu" is the exact (erf) GELU,

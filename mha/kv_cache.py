@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from ._checks import check_float_tensor, check_positive_int
+from .checks import check_float_tensor, check_positive_int
 
 
 class KVCache:

@@ -2,8 +2,12 @@
 
 Read them in this order: :class:`AttentionHead` (one head's projections), :class:`SingleHeadAttention`,
 :class:`LoopedMultiHeadAttention` (a Python loop over heads), :class:`MultiHeadAttention` (all heads
-in one matmul) and :class:`GroupedQueryAttention` (heads share keys and values). Tests prove that
-they agree after copying weights.
+in one matmul: the layer to read) and :class:`GroupedQueryAttention` (heads share keys and values;
+decoding with a KV cache). Tests prove that they agree after copying weights.
+
+:class:`FusedMultiHeadAttention` is :class:`MultiHeadAttention` on the fast path of
+:mod:`mha.fused` (one matmul for Q, K and V, PyTorch's fused attention kernel): the same function
+and the same parameters, for training and benchmarks.
 
 Shape legend: B batch, T query length, S key length, D d_model, H heads, G key/value heads,
 Dh head_dim = D / H.
@@ -14,15 +18,20 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import (
-    check_divisible, check_float_tensor, check_last_dim, check_mask, check_positive_int, check_rank,
-)
 from .attention import causal_mask, masked_softmax, merge_heads, scaled_dot_product_attention, split_heads
+from .checks import (
+    check_divisible, check_dropout, check_float_tensor, check_last_dim, check_mask, check_positive_int, check_rank,
+)
+from .fused import fused_attention, fused_qkv_projection
 from .kv_cache import KVCache
 
 
-def _resolve_qkv(query, key, value, d_model: int):
-    """Self-attention when key/value are omitted; check ranks and feature sizes."""
+def resolve_qkv(query, key, value, d_model: int):
+    """Self-attention when key/value are omitted (key = query, value = key); check ranks and sizes.
+
+    Shapes:
+        query (B, T, D), key/value (B, S, D) or None. Returns query, key, value.
+    """
     key = query if key is None else key
     value = key if value is None else value
     for name, x in (("query", query), ("key", key), ("value", value)):
@@ -73,31 +82,6 @@ def combine_masks(mask, key_padding_mask, batch_size, num_heads, seq_len, key_le
     return mask.masked_fill(~keep, float("-inf"))
 
 
-class _FusedLinear(torch.autograd.Function):
-    """``x @ cat(W_1, ..., W_n)ᵀ + b`` that keeps the separate weights, not their concatenation,
-    for the backward pass (a plain ``F.linear(x, torch.cat(...))`` would save a D x 3D copy)."""
-
-    @staticmethod
-    def forward(ctx, x, bias, *weights):
-        ctx.save_for_backward(x, *weights)
-        ctx.has_bias = bias is not None
-        return F.linear(x, torch.cat(weights), bias)  # (..., sum of output sizes)
-
-    @staticmethod
-    def backward(ctx, grad):
-        x, *weights = ctx.saved_tensors
-        grad_x = grad_bias = None
-        if ctx.needs_input_grad[0]:
-            grad_x = grad @ torch.cat(weights)  # (..., D); the concatenation lives only here
-        grad_2d, x_2d = grad.reshape(-1, grad.shape[-1]), x.reshape(-1, x.shape[-1])
-        if ctx.has_bias and ctx.needs_input_grad[1]:
-            grad_bias = grad_2d.sum(0)
-        grad_weights = [None] * len(weights)
-        if any(ctx.needs_input_grad[2:]):
-            grad_weights = list((grad_2d.T @ x_2d).split([w.shape[0] for w in weights]))
-        return (grad_x, grad_bias, *grad_weights)
-
-
 class AttentionHead(nn.Module):
     """One head: its own W_Q, W_K, W_V (each d_model x head_dim) and scaled dot-product attention."""
 
@@ -141,7 +125,7 @@ class SingleHeadAttention(nn.Module):
 
         Returns: output (B, T, D), weights (B, T, S).
         """
-        query, key, value = _resolve_qkv(query, key, value, self.d_model)
+        query, key, value = resolve_qkv(query, key, value, self.d_model)
         context, weights = self.head(query, key, value, mask)  # (B, T, Dh), (B, T, S)
         return self.out_proj(context), weights  # (B, T, D)
 
@@ -169,7 +153,7 @@ class LoopedMultiHeadAttention(nn.Module):
 
         Returns: output (B, T, D), weights (B, H, T, S).
         """
-        query, key, value = _resolve_qkv(query, key, value, self.d_model)
+        query, key, value = resolve_qkv(query, key, value, self.d_model)
         (batch_size, seq_len, _), key_len = query.shape, key.shape[1]
         shape = (batch_size, self.num_heads, seq_len, key_len)
         mask = combine_masks(mask, key_padding_mask, *shape, query.dtype)
@@ -184,10 +168,11 @@ class LoopedMultiHeadAttention(nn.Module):
         return self.out_proj(concat), torch.stack(weights, dim=1)  # (B, T, D), (B, H, T, S)
 
     @classmethod
-    def from_multi_head(cls, m: "MultiHeadAttention") -> "LoopedMultiHeadAttention":
+    def from_multi_head(cls, m: "MultiHeadAttention | FusedMultiHeadAttention") -> "LoopedMultiHeadAttention":
         """A looped copy of a batched module: head i gets rows i·Dh..(i+1)·Dh of each projection."""
-        if not isinstance(m, MultiHeadAttention):
-            raise TypeError(f"m must be an mha.MultiHeadAttention, found {type(m).__name__}")
+        if not isinstance(m, (MultiHeadAttention, FusedMultiHeadAttention)):
+            raise TypeError(f"m must be an mha.MultiHeadAttention or mha.FusedMultiHeadAttention, "
+                            f"found {type(m).__name__}")
         bias = m.q_proj.bias is not None
         looped = cls(m.d_model, m.num_heads, bias=bias).to(m.q_proj.weight)
         dh = m.head_dim
@@ -208,6 +193,100 @@ class LoopedMultiHeadAttention(nn.Module):
         return cls.from_multi_head(MultiHeadAttention.from_torch(m))
 
 
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention (Vaswani et al. 2017): all heads in one matmul. The layer to read.
+
+    The same computation as :class:`LoopedMultiHeadAttention`: one d_model x d_model projection
+    is h per-head d_model x d_k projections side by side, and :func:`split_heads` cuts its output
+    into heads. Batch first. Weights copy to and from ``torch.nn.MultiheadAttention``.
+    :class:`FusedMultiHeadAttention` computes the same function faster.
+
+    Args:
+        d_model: D. num_heads: H (D divisible by H). bias: biases on all four projections.
+        dropout: dropout on the attention weights during training.
+    """
+
+    def __init__(self, d_model: int, num_heads: int, bias: bool = True, dropout: float = 0.0):
+        super().__init__()
+        self.d_model = check_positive_int("d_model", d_model)
+        self.num_heads = check_positive_int("num_heads", num_heads)
+        check_divisible("d_model", d_model, "num_heads", num_heads)
+        self.dropout = check_dropout("dropout", dropout)
+        self.head_dim = d_model // num_heads
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)  # W_Q: the H heads' d_model x Dh blocks
+        self.k_proj = nn.Linear(d_model, d_model, bias=bias)  # W_K
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias)  # W_V
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W_O: mixes the concatenated heads
+
+    def forward(self, query, key=None, value=None, *, mask=None, key_padding_mask=None, need_weights=True):
+        """Attention of ``query`` over ``key``/``value`` (self-attention when they are omitted).
+
+        Args:
+            mask: bool, **True = may attend** (as ``F.scaled_dot_product_attention``), or additive
+                float; shape (T, S) or anything broadcastable to (B, H, T, S). Note that
+                ``nn.MultiheadAttention``'s bool ``attn_mask`` means the opposite (True = blocked).
+            key_padding_mask: bool (B, S), **True = this key is padding, ignore it**.
+            need_weights: return the per-head weights. With False, PyTorch's fused kernel
+                (:func:`mha.fused.fused_attention`) runs and no (B, H, T, S) tensor is kept.
+
+        Shapes:
+            query (B, T, D), key/value (B, S, D).
+        Returns:
+            output (B, T, D), weights (B, H, T, S) or None. A query whose keys are all masked
+            gets zero weights and contributes a zero context vector.
+        """
+        query, key, value = resolve_qkv(query, key, value, self.d_model)
+        batch_size, seq_len, key_len = query.shape[0], query.shape[1], key.shape[1]
+        mask = combine_masks(mask, key_padding_mask, batch_size, self.num_heads, seq_len, key_len, query.dtype)
+
+        # Project, then cut the D features into H heads of Dh: each head attends on its own.
+        q = split_heads(self.q_proj(query), self.num_heads)  # (B, T, D) -> (B, H, T, Dh)
+        k = split_heads(self.k_proj(key), self.num_heads)  # (B, S, D) -> (B, H, S, Dh)
+        v = split_heads(self.v_proj(value), self.num_heads)  # (B, S, D) -> (B, H, S, Dh)
+
+        # softmax(q kᵀ / √Dh + mask) v for every head at once; the weights are (B, H, T, S).
+        dropout_p = self.dropout if self.training else 0.0
+        if need_weights:
+            context, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)  # (B, H, T, Dh)
+        else:  # the same context from a kernel that never stores the weights
+            context, weights = fused_attention(q, k, v, mask, dropout_p=dropout_p), None  # (B, H, T, Dh)
+
+        # Concatenate the heads along the features (not a stack of rows), then W_O mixes them.
+        output = self.out_proj(merge_heads(context))  # (B, H, T, Dh) -> (B, T, D)
+        return output, weights
+
+    @classmethod
+    def from_torch(cls, m: nn.MultiheadAttention) -> "MultiHeadAttention":
+        """Copy the weights of ``torch.nn.MultiheadAttention`` (``batch_first`` either way)."""
+        if not isinstance(m, nn.MultiheadAttention):
+            raise TypeError(f"m must be a torch.nn.MultiheadAttention, found {type(m).__name__}")
+        if not m._qkv_same_embed_dim or m.bias_k is not None:
+            raise ValueError("m must use kdim = vdim = embed_dim and add_bias_kv=False")
+        bias = m.in_proj_bias is not None
+        new = cls(m.embed_dim, m.num_heads, bias=bias, dropout=m.dropout).to(m.in_proj_weight)
+        with torch.no_grad():
+            for proj, w in zip((new.q_proj, new.k_proj, new.v_proj), m.in_proj_weight.chunk(3)):
+                proj.weight.copy_(w)
+            if bias:
+                for proj, b in zip((new.q_proj, new.k_proj, new.v_proj), m.in_proj_bias.chunk(3)):
+                    proj.bias.copy_(b)
+            new.out_proj.load_state_dict(m.out_proj.state_dict())
+        return new
+
+    def to_torch(self, batch_first: bool = True) -> nn.MultiheadAttention:
+        """A ``torch.nn.MultiheadAttention`` with the same weights."""
+        bias = self.q_proj.bias is not None
+        ref = self.q_proj.weight
+        m = nn.MultiheadAttention(self.d_model, self.num_heads, dropout=self.dropout, bias=bias,
+                                  batch_first=batch_first, device=ref.device, dtype=ref.dtype)
+        with torch.no_grad():
+            m.in_proj_weight.copy_(torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight]))
+            if bias:
+                m.in_proj_bias.copy_(torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias]))
+            m.out_proj.load_state_dict(self.out_proj.state_dict())
+        return m
+
+
 class GroupedQueryAttention(nn.Module):
     """Grouped-query attention: H query heads share G key/value heads (Ainslie et al. 2023).
 
@@ -226,9 +305,7 @@ class GroupedQueryAttention(nn.Module):
         self.num_kv_heads = check_positive_int("num_kv_heads", num_kv_heads)
         check_divisible("d_model", d_model, "num_heads", num_heads)
         check_divisible("num_heads", num_heads, "num_kv_heads", num_kv_heads)
-        if not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be a float in [0, 1), found {dropout!r}")
-        self.dropout = float(dropout)
+        self.dropout = check_dropout("dropout", dropout)
         self.head_dim = d_model // num_heads
         kv_dim = self.num_kv_heads * self.head_dim
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
@@ -244,8 +321,8 @@ class GroupedQueryAttention(nn.Module):
                 float; shape (T, S) or anything broadcastable to (B, H, T, S). Note that
                 ``nn.MultiheadAttention``'s bool ``attn_mask`` means the opposite (True = blocked).
             key_padding_mask: bool (B, S), **True = this key is padding, ignore it**.
-            need_weights: return the per-head weights. With False, the fused
-                ``F.scaled_dot_product_attention`` kernel runs and no (B, H, T, S) tensor is kept.
+            need_weights: return the per-head weights. With False, PyTorch's fused kernel
+                (:func:`mha.fused.fused_attention`) runs and no (B, H, T, S) tensor is kept.
 
         Shapes:
             query (B, T, D), key/value (B, S, D).
@@ -253,7 +330,7 @@ class GroupedQueryAttention(nn.Module):
             output (B, T, D), weights (B, H, T, S) or None. A query whose keys are all masked
             gets zero weights and contributes a zero context vector.
         """
-        query, key, value = _resolve_qkv(query, key, value, self.d_model)
+        query, key, value = resolve_qkv(query, key, value, self.d_model)
         (batch_size, seq_len, _), key_len = query.shape, key.shape[1]
         mask = combine_masks(mask, key_padding_mask, batch_size, self.num_heads, seq_len, key_len, query.dtype)
         if key is query and value is query:
@@ -266,18 +343,11 @@ class GroupedQueryAttention(nn.Module):
         return self._attend(q, k, v, mask, need_weights)
 
     def _project_fused(self, x):
-        """Q, K and V of self-attention in one matmul: the same numbers as three separate ones,
-        but one large matrix product keeps the CPU/GPU busier than three smaller ones.
+        """Q, K and V of self-attention in one matmul (:func:`mha.fused.fused_qkv_projection`).
 
         Returns: q (B, T, D), k (B, T, G*Dh), v (B, T, G*Dh).
         """
-        weights = (self.q_proj.weight, self.k_proj.weight, self.v_proj.weight)
-        bias = None
-        if self.q_proj.bias is not None:
-            bias = torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])  # (D + 2*G*Dh,)
-        qkv = _FusedLinear.apply(x, bias, *weights)  # (B, T, D + 2*G*Dh)
-        kv_dim = self.num_kv_heads * self.head_dim
-        return qkv.split([self.d_model, kv_dim, kv_dim], dim=-1)
+        return fused_qkv_projection(x, self.q_proj, self.k_proj, self.v_proj)
 
     def _attend(self, q, k, v, mask, need_weights):
         """Shapes: q (B, H, T, Dh), k/v (B, G, S, Dh). Returns output (B, T, D), weights or None."""
@@ -292,13 +362,7 @@ class GroupedQueryAttention(nn.Module):
             context = torch.matmul(F.dropout(weights, dropout_p), v)  # (B, H, T, Dh)
         else:
             weights = None
-            context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (B, H, T, Dh)
-            if mask is not None:
-                # The fused kernel's convention for a query with no visible key differs across
-                # versions and backends; make it the documented zero vector.
-                visible = mask if mask.dtype == torch.bool else torch.isfinite(mask) | (mask > 0)
-                has_key = visible.any(dim=-1, keepdim=True)  # (B|1, H|1, T, 1)
-                context = context.masked_fill(~has_key, 0.0)
+            context = fused_attention(q, k, v, mask, dropout_p=dropout_p)  # (B, H, T, Dh)
         return self.out_proj(merge_heads(context)), weights  # (B, T, D)
 
     def new_cache(self, batch_size: int, max_seq_len: int, *, dtype=None, device=None) -> KVCache:
@@ -333,12 +397,15 @@ class GroupedQueryAttention(nn.Module):
         return self._attend(q, k, v, mask, need_weights)
 
 
-class MultiHeadAttention(GroupedQueryAttention):
-    """Batched multi-head attention (Vaswani et al. 2017): all heads in one matmul.
+class FusedMultiHeadAttention(GroupedQueryAttention):
+    """:class:`MultiHeadAttention` on the fast path: the same function and parameters, faster.
 
-    The same computation as :class:`LoopedMultiHeadAttention`: one d_model x d_model projection
-    is h per-head d_model x d_k projections side by side, and :func:`split_heads` cuts its output
-    into heads. Batch first. Weights copy to and from ``torch.nn.MultiheadAttention``.
+    Self-attention projects Q, K and V in one matrix product (:func:`mha.fused.fused_qkv_projection`),
+    and ``need_weights=False`` runs PyTorch's fused attention kernel (:func:`mha.fused.fused_attention`).
+    It is grouped-query attention with one key/value head per query head (G = H), so it also decodes
+    with a KV cache (:meth:`decode_step`). Chapter 6 and ``benchmarks/`` time it against
+    ``torch.nn.MultiheadAttention``; a test proves that it computes what :class:`MultiHeadAttention`
+    computes.
 
     Args:
         d_model: D. num_heads: H (D divisible by H). bias: biases on all four projections.
@@ -349,32 +416,27 @@ class MultiHeadAttention(GroupedQueryAttention):
         super().__init__(d_model, num_heads, num_heads, bias=bias, dropout=dropout)
 
     @classmethod
-    def from_torch(cls, m: nn.MultiheadAttention) -> "MultiHeadAttention":
+    def from_multi_head(cls, m: MultiHeadAttention) -> "FusedMultiHeadAttention":
+        """The fast copy of a :class:`MultiHeadAttention`: the same weights, dtype, device and mode."""
+        if not isinstance(m, MultiHeadAttention):
+            raise TypeError(f"m must be an mha.MultiHeadAttention, found {type(m).__name__}")
+        new = cls(m.d_model, m.num_heads, bias=m.q_proj.bias is not None, dropout=m.dropout).to(m.q_proj.weight)
+        new.load_state_dict(m.state_dict())
+        return new.train(m.training)
+
+    @classmethod
+    def from_torch(cls, m: nn.MultiheadAttention) -> "FusedMultiHeadAttention":
         """Copy the weights of ``torch.nn.MultiheadAttention`` (``batch_first`` either way)."""
-        if not isinstance(m, nn.MultiheadAttention):
-            raise TypeError(f"m must be a torch.nn.MultiheadAttention, found {type(m).__name__}")
-        if not m._qkv_same_embed_dim or m.bias_k is not None:
-            raise ValueError("m must use kdim = vdim = embed_dim and add_bias_kv=False")
-        bias = m.in_proj_bias is not None
-        new = cls(m.embed_dim, m.num_heads, bias=bias, dropout=m.dropout).to(m.in_proj_weight)
-        with torch.no_grad():
-            for proj, w in zip((new.q_proj, new.k_proj, new.v_proj), m.in_proj_weight.chunk(3)):
-                proj.weight.copy_(w)
-            if bias:
-                for proj, b in zip((new.q_proj, new.k_proj, new.v_proj), m.in_proj_bias.chunk(3)):
-                    proj.bias.copy_(b)
-            new.out_proj.load_state_dict(m.out_proj.state_dict())
-        return new
+        return cls.from_multi_head(MultiHeadAttention.from_torch(m))
+
+    def to_multi_head(self) -> MultiHeadAttention:
+        """The readable :class:`MultiHeadAttention` with the same weights, dtype, device and mode."""
+        ref = self.q_proj.weight
+        new = MultiHeadAttention(self.d_model, self.num_heads, bias=self.q_proj.bias is not None,
+                                 dropout=self.dropout).to(ref)
+        new.load_state_dict(self.state_dict())
+        return new.train(self.training)
 
     def to_torch(self, batch_first: bool = True) -> nn.MultiheadAttention:
         """A ``torch.nn.MultiheadAttention`` with the same weights."""
-        bias = self.q_proj.bias is not None
-        ref = self.q_proj.weight
-        m = nn.MultiheadAttention(self.d_model, self.num_heads, dropout=self.dropout, bias=bias,
-                                  batch_first=batch_first, device=ref.device, dtype=ref.dtype)
-        with torch.no_grad():
-            m.in_proj_weight.copy_(torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight]))
-            if bias:
-                m.in_proj_bias.copy_(torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias]))
-            m.out_proj.load_state_dict(self.out_proj.state_dict())
-        return m
+        return self.to_multi_head().to_torch(batch_first)

@@ -5,14 +5,15 @@ Usage: python scripts/make_ch01_cache.py [--fresh] [--readout mlp|linear] [--rev
 
 About 80 runs of 1,500 Adam steps on one CPU thread (a few seconds each on an idle core). The
 file is rewritten after every run and runs already in it are skipped, so an interrupted build
-resumes; ``--fresh`` starts over (do that after changing anything in ``mha/experiments.py``).
+resumes; ``--fresh`` starts over (do that after changing anything in ``mha/chapters/task.py`` or
+``mha/chapters/head_count.py``).
 To use two cores: run ``--readout linear --out /tmp/linear.json`` beside ``--readout mlp``, then
 ``--merge /tmp/linear.json`` (adds that file's runs and finishes whatever is missing).
 
 Writes ``mha/data/head_count_grid.json``: the held-out accuracy of every run and, for the
 chapter's main setting (k = 4, MLP readout), every head's attention map on the first held-out
 sequence, which the chapter's explorer shows. Also writes ``mha/data/relation_model_h2_seed0.pt``,
-the trained weights that ``mha.experiments.trained_model()`` loads. The chapter re-runs two entries live and the tests
+the trained weights that ``mha.chapters.head_count.trained_model()`` loads. The chapter re-runs two entries live and the tests
 re-run one; both check that they match this file.
 """
 from __future__ import annotations
@@ -24,7 +25,8 @@ from pathlib import Path
 
 import torch
 
-from mha import experiments as E
+from mha.chapters import head_count as E
+from mha.chapters import task
 from mha.provenance import provenance
 
 CONFIG_NAMES = ("D_MODEL", "VOCAB_SIZE", "SEQ_LEN", "STEPS", "BATCH_SIZE", "LEARNING_RATE", "NUM_TRAIN", "NUM_TEST")
@@ -58,12 +60,12 @@ def option(argv, name):
 
 
 def main(argv: list[str]) -> int:
-    config = {name.lower(): getattr(E, name) for name in CONFIG_NAMES}
+    config = {name.lower(): getattr(task, name) for name in CONFIG_NAMES}
     path = Path(option(argv, "--out") or E.CACHE_PATH)
     cache = {"config": config, "runs": [], "maps": []}
     record = provenance("python scripts/make_ch01_cache.py", **config, grid_relations=list(E.GRID_RELATIONS),
                         grid_heads=list(E.GRID_HEADS), grid_seeds={k: list(v) for k, v in E.GRID_SEEDS.items()},
-                        training="CPU, one thread, float32 (mha.experiments.train_and_evaluate)")
+                        training="CPU, one thread, float32 (mha.chapters.task.train_and_evaluate)")
     if path.exists() and "--fresh" not in argv:
         old = json.loads(path.read_text())
         if old["config"] == config:

@@ -11,7 +11,8 @@ import sys
 
 import torch
 
-from mha import experiments, merging
+from mha.chapters import merging
+from mha.chapters import task as experiments  # chapter 1's task and training settings
 from mha.provenance import provenance
 
 
@@ -39,7 +40,7 @@ def main() -> int:
     data = {"about": "chapter 5 merge sweep; made by scripts/make_merge_results.py",
             "torch": torch.__version__, "sweep": settings,
             "provenance": provenance("python scripts/make_merge_results.py", **settings,
-                                     training="CPU, one thread, float32 (mha.experiments.train_and_evaluate)"),
+                                     training="CPU, one thread, float32 (mha.chapters.task.train_and_evaluate)"),
             "runs": runs}
     merging.RESULTS_PATH.parent.mkdir(exist_ok=True)
     with open(merging.RESULTS_PATH, "w") as f:

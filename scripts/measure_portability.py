@@ -55,12 +55,12 @@ QUICK = [EMULATIONS[0], EMULATIONS[3], {"MHA_PERTURB_SEED": "1"}]
 
 
 def perturb_initial_weights(seed: int) -> None:
-    """Make every model built by ``experiments.make_model`` start one last bit away (see above)."""
+    """Make every model built by ``mha.chapters.task.make_model`` start one last bit away (see above)."""
     import torch
 
-    from mha import experiments as E
+    from mha.chapters import head_count, task
 
-    build = E.make_model
+    build = task.make_model
     gen = torch.Generator().manual_seed(seed)
 
     def make_model(*args, **kwargs):
@@ -70,15 +70,17 @@ def perturb_initial_weights(seed: int) -> None:
                 p.mul_(1 + torch.finfo(torch.float32).eps * torch.randn(p.shape, generator=gen))
         return model
 
-    E.make_model = make_model
+    task.make_model = make_model  # chapter 5's merge_experiment calls it through the module
+    head_count.make_model = make_model  # chapter 1's experiment imported the name
 
 
 def probes() -> dict:
     """Every live training number the chapters and tests check (run in this process)."""
     import torch
 
-    from mha import experiments as E
-    from mha import merging
+    from mha.chapters import head_count as E
+    from mha.chapters import merging
+    from mha.chapters import task
 
     if os.environ.get("MHA_PERTURB_SEED"):
         perturb_initial_weights(int(os.environ["MHA_PERTURB_SEED"]))
@@ -88,8 +90,8 @@ def probes() -> dict:
     out["ch01.linear_k2_heads1"] = E.head_count_experiment(1, seed=0, num_relations=2, readout="linear")["accuracy"]
     # chapter 2: four heads after 500 steps; each head's weight on its own offset
     r = E.head_count_experiment(4, num_relations=4, readout="mlp", steps=500, return_model=True)
-    task = E.make_task(4)
-    maps = torch.stack([E.attention_maps(r["model"], task.test_x[i]) for i in range(3)])  # (3, H, T, T)
+    data = task.make_task(4)
+    maps = torch.stack([task.attention_maps(r["model"], data.test_x[i]) for i in range(3)])  # (3, H, T, T)
     positions = torch.arange(4, maps.shape[-1])
     on = torch.stack([torch.stack([maps[:, h, positions, positions - o].mean() for o in range(1, 5)])
                       for h in range(maps.shape[1])])  # (H, 4)

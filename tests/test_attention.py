@@ -70,6 +70,33 @@ def test_custom_scale_matches_torch():
     assert torch.allclose(out, F.scaled_dot_product_attention(q, k, v, scale=0.3), atol=1e-6)
 
 
+def test_dropout_drops_weights_before_the_weighted_sum():
+    q, k, v = (randn(2, 5, 4, seed=s) for s in (1, 2, 3))
+    torch.manual_seed(11)
+    out, w = mha.scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    torch.manual_seed(11)
+    dropped = F.dropout(w, 0.5)  # the same draws: dropout is the only random step
+    assert torch.allclose(out, dropped @ v, atol=1e-6)
+    assert torch.allclose(w.sum(-1), torch.ones(2, 5), atol=1e-6)  # the weights returned are undropped
+    assert not torch.allclose(out, w @ v)
+    with pytest.raises(ValueError, match=r"dropout_p must be a float in \[0, 1\), found 1.0"):
+        mha.scaled_dot_product_attention(q, k, v, dropout_p=1.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("mask_kind", [None, "bool", "float"])
+def test_fused_attention_matches_the_explicit_recipe(device, dtype, mask_kind):
+    """mha.fused.fused_attention (PyTorch's kernel) returns scaled_dot_product_attention's output,
+    including the zero vector for a query that may attend to nothing."""
+    q, k, v = (randn(2, 3, 6, 8, seed=s, dtype=dtype, device=device) for s in (1, 2, 3))
+    allowed = randn(2, 1, 6, 6, seed=4, device=device) > -0.5
+    allowed[0, 0, 2] = False  # query 3 of the first sequence sees no key
+    mask = {None: None, "bool": allowed,
+            "float": torch.zeros(2, 1, 6, 6, dtype=dtype, device=device).masked_fill(~allowed, float("-inf"))}[mask_kind]
+    expected, _ = mha.scaled_dot_product_attention(q, k, v, mask)
+    assert torch.allclose(mha.fused.fused_attention(q, k, v, mask), expected, atol=TOL[dtype] * 10)
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_rows_sum_to_one(seed):
     q, k, v = randn(2, 4, 5, 8, seed=seed), randn(2, 4, 7, 8, seed=seed + 10), randn(2, 4, 7, 8, seed=seed + 20)

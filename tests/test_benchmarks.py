@@ -47,7 +47,7 @@ def test_summary_ratios_are_positive(tiny_report):
 
 
 def test_report_passes_the_chapter_checks(tiny_report):
-    from mha import perf
+    from mha.chapters import perf
 
     for report in tiny_report[0]:
         assert perf.check_report(report) is report
@@ -65,17 +65,17 @@ def test_bench_explorers_times_every_frame(tmp_path):
     import nbformat
     from nbformat.v4 import new_code_cell, new_notebook
 
-    import mha.widgets
+    import mha.viz.widgets
     from benchmarks import bench_explorers
 
-    source = ("import matplotlib.pyplot as plt\nfrom mha.widgets import explorer\n"
+    source = ("import matplotlib.pyplot as plt\nfrom mha.viz.widgets import explorer\n"
               "def render(n):\n    fig, ax = plt.subplots()\n    ax.plot(range(n))\n    return fig\n"
               "explorer(render, {'n': [2, 3, 4]}, title='toy')")
     path = tmp_path / "toy.ipynb"
     nbformat.write(new_notebook(cells=[new_code_cell(source)]), path)
-    original = mha.widgets.explorer
+    original = mha.viz.widgets.explorer
     records = []
     bench_explorers.run_notebook(path, records)
-    assert mha.widgets.explorer is original  # the timer is removed again
+    assert mha.viz.widgets.explorer is original  # the timer is removed again
     assert [(r["notebook"], r["title"], r["frames"]) for r in records] == [("toy.ipynb", "toy", 3)]
     assert records[0]["median_ms"] > 0 and records[0]["max_ms"] >= records[0]["median_ms"]

@@ -1,7 +1,7 @@
 """The built book works offline: every page in headless Chromium with all outside requests refused.
 
 For each page of the table of contents: the math is typeset by the book's own MathJax (no raw
-``$$``, ``\\(`` or ``\\[`` left), every image loads, every explorer from ``mha.widgets`` renders
+``$$``, ``\\(`` or ``\\[`` left), every image loads, every explorer from ``mha.viz.widgets`` renders
 (one per explorer output stored in the notebook, its script ran, its frame loaded, moving its
 first control changes the frame), no JavaScript error, and no request left the book. A
 screenshot of each page is saved under ``_build/screenshots/`` for review.

@@ -134,7 +134,7 @@ def test_explorers_in_a_page_built_here(browser, tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from mha.widgets import explorer
+    from mha.viz.widgets import explorer
 
     def render(slope=1, style="solid", width=1):
         fig, ax = plt.subplots(figsize=(2.0, 1.5))
@@ -177,7 +177,7 @@ def test_every_explorer_in_the_built_book(browser, page_path):
         ids = explorer_ids(page)
         assert ids, f"{page_path}: the explorers' HTML did not survive the build"
         assert len(ids) == len(set(ids)), f"{page_path}: repeated explorer ids {ids}"
-        from mha.widgets import MAX_BYTES
+        from mha.viz.widgets import MAX_BYTES
 
         for eid in ids:
             size = page.evaluate("eid => new Blob([document.getElementById(eid).outerHTML]).size", eid)

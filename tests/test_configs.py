@@ -9,7 +9,8 @@ import torch
 from torch import nn
 
 import mha
-from mha import configs as C
+from mha import viz
+from mha.chapters import configs as C
 
 from conftest import randn
 
@@ -264,7 +265,7 @@ def test_calculator():
 # ---------------------------------------------------------------------------------------------
 
 def test_explorer_grids_are_small_and_valid():
-    from mha.widgets import frame_count, grid
+    from mha.viz.widgets import frame_count, grid
 
     for controls in (C.COST_CONTROLS, C.KV_CONTROLS):
         assert frame_count(controls) <= 30
@@ -284,9 +285,9 @@ def test_render_functions_return_figures():
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
-    figs = [C.render_cost(768, 4, 2048), C.render_kv(8, 32, 1, "fp16"),
-            C.plot_flops_vs_seq_len(768, 12, [64, 1024, 8192], mark=1024),
-            C.plot_gqa_sweep(C.gqa_sweep(64, 8, 2, 10), title="sweep")]
+    figs = [viz.configs.render_cost(768, 4, 2048), viz.configs.render_kv(8, 32, 1, "fp16"),
+            viz.configs.plot_flops_vs_seq_len(768, 12, [64, 1024, 8192], mark=1024),
+            viz.configs.plot_gqa_sweep(C.gqa_sweep(64, 8, 2, 10), title="sweep")]
     try:
         for fig in figs:
             assert isinstance(fig, Figure) and all(ax.get_title() for ax in fig.axes)

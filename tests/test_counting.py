@@ -26,6 +26,17 @@ def test_mha_params_match_modules(d_model, num_heads, bias):
     assert numel(mha.LoopedMultiHeadAttention(d_model, num_heads, bias=bias)) == expected
 
 
+def test_count_params_counts_all_or_only_trainable():
+    module = nn.Sequential(nn.Linear(4, 3), nn.LayerNorm(3))  # 12 + 3 weights/biases, 3 + 3
+    assert mha.count_params(module) == numel(module) == 21
+    module[1].weight.requires_grad_(False)
+    assert mha.count_params(module) == 21
+    assert mha.count_params(module, trainable_only=True) == 18
+    assert mha.count_params(mha.MultiHeadAttention(8, 2)) == mha.attention_params(8, 2)
+    with pytest.raises(TypeError, match="module must be a torch.nn.Module, found Tensor"):
+        mha.count_params(torch.zeros(3))
+
+
 def test_mha_params_independent_of_heads_when_head_dim_shrinks():
     counts = {mha.attention_params(512, h) for h in (1, 2, 4, 8, 16)}
     assert counts == {4 * 512 * 512 + 4 * 512}

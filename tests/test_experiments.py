@@ -3,9 +3,10 @@ import pytest
 import torch
 
 import mha
-from mha import provenance
-from mha import experiments as E
-from mha import single_head
+from mha import provenance, viz
+from mha.chapters import head_count as E
+from mha.chapters import task as relation_task
+from mha.chapters import single_head
 from conftest import skip_or_fail
 
 
@@ -14,7 +15,7 @@ from conftest import skip_or_fail
 @pytest.mark.parametrize("num_relations", [1, 2, 4])
 @pytest.mark.parametrize("seed", [0, 3])
 def test_labels_are_the_tokens_at_the_offsets(num_relations, seed):
-    task = E.make_task(num_relations, num_train=64, num_test=16, seed=seed)
+    task = relation_task.make_task(num_relations, num_train=64, num_test=16, seed=seed)
     assert task.offsets == tuple(range(1, num_relations + 1))
     for x, y in ((task.train_x, task.train_y), (task.test_x, task.test_y)):
         assert y.shape == (*x.shape, num_relations)
@@ -27,65 +28,65 @@ def test_labels_are_the_tokens_at_the_offsets(num_relations, seed):
 
 def test_custom_offsets_and_scored_positions():
     x = torch.tensor([[5, 6, 7, 8, 9]])
-    y = E.relation_targets(x, (1, 3))
+    y = relation_task.relation_targets(x, (1, 3))
     assert y[0, :3].tolist() == [[-100, -100]] * 3  # t < 3: offset 3 reaches before the start
     assert y[0, 3].tolist() == [7, 5]
     assert y[0, 4].tolist() == [8, 6]
 
 
 def test_task_is_a_function_of_its_seed():
-    a, b, c = E.make_task(3, seed=1), E.make_task(3, seed=1), E.make_task(3, seed=2)
+    a, b, c = relation_task.make_task(3, seed=1), relation_task.make_task(3, seed=1), relation_task.make_task(3, seed=2)
     assert torch.equal(a.train_x, b.train_x) and torch.equal(a.test_x, b.test_x)
     assert not torch.equal(a.train_x, c.train_x)
     assert not torch.equal(a.train_x[: a.test_x.shape[0]], a.test_x)  # test set is a fresh draw
-    assert 0 <= int(a.train_x.min()) and int(a.train_x.max()) < E.VOCAB_SIZE
+    assert 0 <= int(a.train_x.min()) and int(a.train_x.max()) < relation_task.VOCAB_SIZE
 
 
 def test_task_errors():
     with pytest.raises(ValueError, match=r"offsets must be 2 distinct ints >= 1, found \(1, 1\)"):
-        E.make_task(2, offsets=(1, 1))
+        relation_task.make_task(2, offsets=(1, 1))
     with pytest.raises(ValueError, match=r"seq_len \(4\) must be larger than the largest offset \(4\)"):
-        E.make_task(4, seq_len=4)
+        relation_task.make_task(4, seq_len=4)
     with pytest.raises(ValueError, match="num_relations must be a positive int, found 0"):
-        E.make_task(0)
+        relation_task.make_task(0)
 
 
 # ---------------------------------------------------------------- the model
 
 @pytest.mark.parametrize("readout", ["linear", "mlp"])
 def test_same_parameter_count_for_every_head_count(readout):
-    task = E.make_task(4, num_train=8, num_test=8)
-    counts = {h: E.count_params(E.make_model(h, task, readout=readout)) for h in (1, 2, 4, 8, 16, 32)}
+    task = relation_task.make_task(4, num_train=8, num_test=8)
+    counts = {h: mha.count_params(relation_task.make_model(h, task, readout=readout)) for h in (1, 2, 4, 8, 16, 32)}
     assert len(set(counts.values())) == 1
-    model = E.make_model(4, task, readout=readout)
-    assert E.count_params(model.attention) == mha.attention_params(32, 4) == 4 * 32 * 32 + 4 * 32
+    model = relation_task.make_model(4, task, readout=readout)
+    assert mha.count_params(model.attention) == mha.attention_params(32, 4) == 4 * 32 * 32 + 4 * 32
 
 
 def test_model_shapes_and_weights():
-    task = E.make_task(3, num_train=8, num_test=8)
-    model = E.make_model(4, task, seed=0)
+    task = relation_task.make_task(3, num_train=8, num_test=8)
+    model = relation_task.make_model(4, task, seed=0)
     logits, weights = model(task.test_x[:5])
-    assert logits.shape == (5, E.SEQ_LEN, 3, E.VOCAB_SIZE)
-    assert weights.shape == (5, 4, E.SEQ_LEN, E.SEQ_LEN)
-    assert torch.allclose(weights.sum(-1), torch.ones(5, 4, E.SEQ_LEN))
+    assert logits.shape == (5, relation_task.SEQ_LEN, 3, relation_task.VOCAB_SIZE)
+    assert weights.shape == (5, 4, relation_task.SEQ_LEN, relation_task.SEQ_LEN)
+    assert torch.allclose(weights.sum(-1), torch.ones(5, 4, relation_task.SEQ_LEN))
     assert torch.all(weights.triu(1) == 0)  # causal: no query sees a later key
 
 
 def test_model_weights_depend_on_seed_only():
-    task = E.make_task(2, num_train=8, num_test=8)
+    task = relation_task.make_task(2, num_train=8, num_test=8)
     torch.manual_seed(123)
-    a = E.make_model(2, task, seed=5)
+    a = relation_task.make_model(2, task, seed=5)
     state = torch.random.get_rng_state()
-    b = E.make_model(2, task, seed=5)
+    b = relation_task.make_model(2, task, seed=5)
     assert torch.equal(torch.random.get_rng_state(), state)  # the caller's RNG is left alone
     for (name, p), q in zip(a.state_dict().items(), b.state_dict().values()):
         assert torch.equal(p, q), name
 
 
 def test_pluggable_attention():
-    task = E.make_task(2, num_train=64, num_test=16)
-    batched = E.make_model(2, task, seed=0)
-    looped = E.make_model(2, task, seed=0, attention=lambda d, h: mha.LoopedMultiHeadAttention(d, h))
+    task = relation_task.make_task(2, num_train=64, num_test=16)
+    batched = relation_task.make_model(2, task, seed=0)
+    looped = relation_task.make_model(2, task, seed=0, attention=lambda d, h: mha.LoopedMultiHeadAttention(d, h))
     assert isinstance(looped.attention, mha.LoopedMultiHeadAttention)
     # copy every weight: the looped model must then compute exactly what the batched one does
     looped.attention = mha.LoopedMultiHeadAttention.from_multi_head(batched.attention)
@@ -94,19 +95,19 @@ def test_pluggable_attention():
     logits_a, weights_a = looped(task.test_x[:3])
     logits_b, weights_b = batched(task.test_x[:3])
     assert torch.allclose(logits_a, logits_b, atol=1e-5) and torch.allclose(weights_a, weights_b, atol=1e-6)
-    result = E.train_and_evaluate(looped, task, steps=5, seed=0)
-    assert result["num_heads"] == 2 and result["example_weights"].shape == (2, E.SEQ_LEN, E.SEQ_LEN)
+    result = relation_task.train_and_evaluate(looped, task, steps=5, seed=0)
+    assert result["num_heads"] == 2 and result["example_weights"].shape == (2, relation_task.SEQ_LEN, relation_task.SEQ_LEN)
     assert result["attention_params"] == mha.attention_params(32, 2)
 
 
 def test_model_errors():
-    task = E.make_task(2, num_train=8, num_test=8)
+    task = relation_task.make_task(2, num_train=8, num_test=8)
     with pytest.raises(ValueError, match="readout must be 'linear' or 'mlp', found 'conv'"):
-        E.make_model(2, task, readout="conv")
+        relation_task.make_model(2, task, readout="conv")
     with pytest.raises(ValueError, match=r"d_model \(32\) must be divisible by num_heads \(3\)"):
-        E.make_model(3, task)
+        relation_task.make_model(3, task)
     with pytest.raises(ValueError, match="steps must be a positive int, found 0"):
-        E.train_and_evaluate(E.make_model(1, task), task, steps=0)
+        relation_task.train_and_evaluate(relation_task.make_model(1, task), task, steps=0)
 
 
 # ---------------------------------------------------------------- training
@@ -125,7 +126,7 @@ def test_training_is_deterministic_and_silent(capsys):
 
 
 def test_evaluate_counts_a_position_only_when_all_answers_are_right():
-    task = E.make_task(2, num_train=8, num_test=4)
+    task = relation_task.make_task(2, num_train=8, num_test=4)
 
     class Oracle(torch.nn.Module):
         """Returns the right answer for relation 0 and a wrong one for relation 1 at position 5."""
@@ -135,12 +136,12 @@ def test_evaluate_counts_a_position_only_when_all_answers_are_right():
             self.dummy = torch.nn.Parameter(torch.zeros(1))
 
         def forward(self, x):
-            y = E.relation_targets(x, (1, 2)).clamp_min(0)
-            y[:, 5, 1] = (y[:, 5, 1] + 1) % E.VOCAB_SIZE
-            return torch.nn.functional.one_hot(y, E.VOCAB_SIZE).float(), None
+            y = relation_task.relation_targets(x, (1, 2)).clamp_min(0)
+            y[:, 5, 1] = (y[:, 5, 1] + 1) % relation_task.VOCAB_SIZE
+            return torch.nn.functional.one_hot(y, relation_task.VOCAB_SIZE).float(), None
 
-    result = E.evaluate(Oracle(), task.test_x, task.test_y)
-    scored = E.SEQ_LEN - 2
+    result = relation_task.evaluate(Oracle(), task.test_x, task.test_y)
+    scored = relation_task.SEQ_LEN - 2
     assert result["accuracy"] == pytest.approx((scored - 1) / scored)
     assert result["relation_accuracy"] == pytest.approx([1.0, (scored - 1) / scored])
 
@@ -151,14 +152,14 @@ def test_cached_model_is_the_trained_one():
     if not E.MODEL_PATH.exists():
         skip_or_fail("run scripts/make_ch01_cache.py")
     model, tokens, labels = E.trained_model()
-    task = E.make_task(4, seed=0)
-    assert torch.equal(tokens, task.test_x[0]) and labels == E.token_labels(tokens)
+    task = relation_task.make_task(4, seed=0)
+    assert torch.equal(tokens, task.test_x[0]) and labels == relation_task.token_labels(tokens)
     assert labels[0] == f"0:{chr(ord('a') + int(tokens[0]))}"
-    accuracy = E.evaluate(model, task.test_x, task.test_y)["accuracy"]
+    accuracy = relation_task.evaluate(model, task.test_x, task.test_y)["accuracy"]
     # the same weights: on another CPU a near-tie may flip an argmax or two of the ~4,000 scored positions
     assert abs(accuracy - E.cached_run(2, seed=0)["accuracy"]) <= 3 / 4096
     weights, _ = E.cached_maps(2, seed=0)
-    assert torch.allclose(E.attention_maps(model, tokens), weights, atol=6e-4)
+    assert torch.allclose(relation_task.attention_maps(model, tokens), weights, atol=6e-4)
 
 
 def test_cache_matches_a_fresh_run():
@@ -175,7 +176,7 @@ def test_grid_is_complete_and_consistent():
     grid = E.load_grid()
     keys = {(r["readout"], r["num_relations"], r["num_heads"], r["seed"]) for r in grid["runs"]}
     assert keys == set(E.grid_runs()) and len(grid["runs"]) == len(keys)
-    assert grid["config"]["steps"] == E.STEPS and grid["config"]["d_model"] == E.D_MODEL
+    assert grid["config"]["steps"] == relation_task.STEPS and grid["config"]["d_model"] == relation_task.D_MODEL
     for readout in E.GRID_SEEDS:  # the head count never changes the parameter count
         for k in E.GRID_RELATIONS:
             assert len({r["params"] for r in grid["runs"] if (r["readout"], r["num_relations"]) == (readout, k)}) == 1
@@ -192,8 +193,8 @@ def test_grid_is_complete_and_consistent():
 @pytest.mark.parametrize("num_heads", E.GRID_HEADS)
 def test_cached_maps_are_attention_weights(num_heads):
     weights, labels = E.cached_maps(num_heads, seed=1)
-    assert weights.shape == (num_heads, E.SEQ_LEN, E.SEQ_LEN) and len(labels) == E.SEQ_LEN
-    assert torch.allclose(weights.sum(-1), torch.ones(num_heads, E.SEQ_LEN, dtype=torch.float64), atol=3e-3)
+    assert weights.shape == (num_heads, relation_task.SEQ_LEN, relation_task.SEQ_LEN) and len(labels) == relation_task.SEQ_LEN
+    assert torch.allclose(weights.sum(-1), torch.ones(num_heads, relation_task.SEQ_LEN, dtype=torch.float64), atol=3e-3)
     assert torch.all(weights.triu(1) == 0)
     profile = E.offset_profile(weights)
     assert profile.shape == (num_heads, 5) and torch.all(profile <= 1.0 + 1e-9)
@@ -268,8 +269,8 @@ def test_figures():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    for fig in (single_head.render_split(0.2), single_head.render_relations(), E.render_head_maps(8, seed=2),
-                E.plot_accuracy_vs_heads(), E.plot_grid("linear")):
+    for fig in (viz.single_head.render_split(0.2), viz.single_head.render_relations(), viz.head_count.render_head_maps(8, seed=2),
+                viz.head_count.plot_accuracy_vs_heads(), viz.head_count.plot_grid("linear")):
         assert isinstance(fig, matplotlib.figure.Figure) and fig.axes
         assert all(ax.get_title() for ax in fig.axes if ax.get_visible() and ax.axison)
         plt.close(fig)

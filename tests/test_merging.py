@@ -5,8 +5,9 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 import mha
-from mha import merging
-from mha.merging import MERGES, MergedMultiHeadAttention
+from mha import viz
+from mha.chapters import merging, role_heads
+from mha.chapters.merging import MERGES, MergedMultiHeadAttention
 from conftest import randn
 
 
@@ -141,9 +142,9 @@ def test_averaging_loses_who_did_what():
     assert not torch.equal(mha.merge_heads(a), mha.merge_heads(b))
     # The hand-built module reproduces it from real attention.
     for merge in ("average", "concat"):
-        m = merging.role_heads_example(merge)
-        xa = merging.encode_sentence("cat chases mouse")
-        xb = merging.encode_sentence("mouse chases cat")
+        m = role_heads.role_heads_example(merge)
+        xa = role_heads.encode_sentence("cat chases mouse")
+        xb = role_heads.encode_sentence("mouse chases cat")
         out_a, out_b = m(xa)[0][0, 1], m(xb)[0][0, 1]
         if merge == "average":
             assert torch.allclose(out_a, out_b, atol=1e-6)
@@ -164,7 +165,7 @@ def test_to_concat_is_the_same_function(merge):
 def test_equivalent_out_proj_errors():
     with pytest.raises(ValueError, match="merge 'gated' has no equivalent W_O"):
         merging.equivalent_out_proj(MergedMultiHeadAttention(8, 2, "gated"))
-    with pytest.raises(TypeError, match="module must be an mha.merging.MergedMultiHeadAttention"):
+    with pytest.raises(TypeError, match="module must be an mha.chapters.merging.MergedMultiHeadAttention"):
         merging.equivalent_out_proj(mha.MultiHeadAttention(8, 2))
 
 
@@ -228,7 +229,7 @@ def test_errors():
 
 @pytest.mark.parametrize("merge", MERGES)
 def test_role_example_numbers(merge):
-    ex = merging.merge_example(merge, "cat chases mouse")
+    ex = role_heads.merge_example(merge, "cat chases mouse")
     heads = ex["heads"]  # (H, T, Dh); at the verb: head 1 = cat, head 2 = mouse
     assert torch.allclose(heads[0, 1], torch.tensor([1.0, 0, 0, 0], dtype=torch.float64), atol=1e-5)
     assert torch.allclose(heads[1, 1], torch.tensor([0, 0, 1.0, 0], dtype=torch.float64), atol=1e-5)
@@ -237,7 +238,7 @@ def test_role_example_numbers(merge):
     assert torch.allclose(ex["merged"][1], torch.tensor(expected, dtype=torch.float64), atol=1e-4)
     assert ex["output"].shape == (3, 8)
     with pytest.raises(ValueError, match=r"sentence must be 3 words from \('cat', 'chases', 'mouse', 'dog'\)"):
-        merging.encode_sentence("cat chases")
+        role_heads.encode_sentence("cat chases")
 
 
 def test_explorer_render_and_alt():
@@ -245,10 +246,10 @@ def test_explorer_render_and_alt():
     import matplotlib.pyplot as plt
 
     for merge in MERGES:
-        fig = merging.plot_merge_example(merge, "mouse chases cat")
+        fig = viz.merging.plot_merge_example(merge, "mouse chases cat")
         assert isinstance(fig, matplotlib.figure.Figure) and len(fig.axes) == 3
         plt.close(fig)
-    assert merging.merge_example_alt("average", "cat chases mouse").endswith("cat 0.50, mouse 0.50.")
+    assert role_heads.merge_example_alt("average", "cat chases mouse").endswith("cat 0.50, mouse 0.50.")
 
 
 def test_merge_experiment_is_deterministic():
@@ -271,9 +272,3 @@ def test_summaries_of_runs():
     keys = {(r["num_relations"], r["strategy"], r["seed"]) for r in cached}
     sweep = merging.SWEEP
     assert keys == {(k, m, s) for k in sweep["num_relations"] for m in MERGES for s in sweep["seeds"]}
-
-
-def test_exposed_in_experiments():
-    a = mha.experiments.merge_experiment("weighted", seed=2, num_relations=1, steps=3)
-    b = merging.merge_experiment("weighted", seed=2, num_relations=1, steps=3)
-    assert a == b and {"accuracy", "params"} <= set(a)

@@ -11,17 +11,23 @@ from conftest import randn
 TOL = {torch.float32: 1e-5, torch.float64: 1e-12}
 
 
-def torch_pair(d_model, num_heads, bias=True, dtype=torch.float32, device="cpu", batch_first=True, seed=0):
+#: The readable layer and the same layer on the fast path (mha.fused): both must match PyTorch.
+MHA_CLASSES = [mha.MultiHeadAttention, mha.FusedMultiHeadAttention]
+
+
+def torch_pair(d_model, num_heads, bias=True, dtype=torch.float32, device="cpu", batch_first=True, seed=0,
+               cls=mha.MultiHeadAttention):
     torch.manual_seed(seed)
     ref = nn.MultiheadAttention(d_model, num_heads, bias=bias, batch_first=batch_first).to(device, dtype).eval()
-    return ref, mha.MultiHeadAttention.from_torch(ref).eval()
+    return ref, cls.from_torch(ref).eval()
 
 
+@pytest.mark.parametrize("cls", MHA_CLASSES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("d_model,num_heads", [(8, 1), (12, 3), (32, 4)])
-def test_matches_nn_multihead_attention(device, dtype, bias, d_model, num_heads):
-    ref, ours = torch_pair(d_model, num_heads, bias, dtype, device)
+def test_matches_nn_multihead_attention(device, dtype, bias, d_model, num_heads, cls):
+    ref, ours = torch_pair(d_model, num_heads, bias, dtype, device, cls=cls)
     x = randn(2, 5, d_model, seed=1, dtype=dtype, device=device)
     ref_out, ref_w = ref(x, x, x, average_attn_weights=False)
     out, w = ours(x)
@@ -31,10 +37,11 @@ def test_matches_nn_multihead_attention(device, dtype, bias, d_model, num_heads)
     assert none is None and torch.allclose(fast, ref_out, atol=TOL[dtype])
 
 
+@pytest.mark.parametrize("cls", MHA_CLASSES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_cross_attention_with_masks(device, dtype):
+def test_cross_attention_with_masks(device, dtype, cls):
     """S != T, causal-style mask and key padding, against nn.MultiheadAttention's opposite bool convention."""
-    ref, ours = torch_pair(16, 4, dtype=dtype, device=device, seed=3)
+    ref, ours = torch_pair(16, 4, dtype=dtype, device=device, seed=3, cls=cls)
     query = randn(3, 4, 16, seed=1, dtype=dtype, device=device)
     memory = randn(3, 6, 16, seed=2, dtype=dtype, device=device)
     may_attend = mha.causal_mask(4, 6, device=device)  # (T, S), True = may attend
@@ -59,8 +66,9 @@ def test_float_mask_matches_torch():
         assert torch.allclose(ours(x, mask=additive, need_weights=need_weights)[0], ref_out, atol=1e-5)
 
 
-def test_batch_first_false_and_round_trip():
-    ref, ours = torch_pair(12, 3, batch_first=False, seed=7)
+@pytest.mark.parametrize("cls", MHA_CLASSES)
+def test_batch_first_false_and_round_trip(cls):
+    ref, ours = torch_pair(12, 3, batch_first=False, seed=7, cls=cls)
     x = randn(2, 5, 12, seed=8)
     ref_out, _ = ref(x.transpose(0, 1), x.transpose(0, 1), x.transpose(0, 1))
     assert torch.allclose(ours(x)[0], ref_out.transpose(0, 1), atol=1e-5)
@@ -71,8 +79,9 @@ def test_batch_first_false_and_round_trip():
         assert torch.equal(p, dict(back.named_parameters())[name])
 
 
-def test_to_torch_without_bias():
-    ours = mha.MultiHeadAttention(8, 2, bias=False)
+@pytest.mark.parametrize("cls", MHA_CLASSES)
+def test_to_torch_without_bias(cls):
+    ours = cls(8, 2, bias=False)
     back = ours.to_torch()
     assert back.in_proj_bias is None and back.out_proj.bias is None
     x = randn(1, 3, 8, seed=1)
@@ -114,6 +123,40 @@ def test_single_head_attention_is_one_head_mha():
     assert w.shape == (2, 4, 4)
     assert torch.allclose(out, out_b, atol=1e-6) and torch.allclose(w, w_b[:, 0], atol=1e-6)
     assert mha.SingleHeadAttention(6, head_dim=2)(x)[0].shape == (2, 4, 6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fused_layer_is_the_readable_layer(device, dtype):
+    """FusedMultiHeadAttention computes MultiHeadAttention's function with the same parameters."""
+    torch.manual_seed(9)
+    readable = mha.MultiHeadAttention(16, 4).to(device, dtype)
+    fast = mha.FusedMultiHeadAttention.from_multi_head(readable)
+    assert isinstance(fast, mha.GroupedQueryAttention) and fast.num_kv_heads == fast.num_heads == 4
+    assert [n for n, _ in fast.named_parameters()] == [n for n, _ in readable.named_parameters()]
+    x, memory = randn(2, 5, 16, seed=1, dtype=dtype, device=device), randn(2, 7, 16, seed=2, dtype=dtype, device=device)
+    padding = torch.zeros(2, 7, dtype=torch.bool, device=device)
+    padding[0, 5:] = True
+    for args, kwargs in (((x,), {"mask": mha.causal_mask(5, device=device)}),
+                         ((x, memory), {"key_padding_mask": padding})):
+        for need_weights in (True, False):
+            out_r, w_r = readable(*args, need_weights=need_weights, **kwargs)
+            out_f, w_f = fast(*args, need_weights=need_weights, **kwargs)
+            assert torch.allclose(out_r, out_f, atol=TOL[dtype])
+            assert (w_r is None and w_f is None) or torch.allclose(w_r, w_f, atol=TOL[dtype])
+    back = fast.to_multi_head()
+    assert type(back) is mha.MultiHeadAttention and back.training == fast.training
+    for (name, p), q in zip(back.named_parameters(), readable.parameters()):
+        assert torch.equal(p, q), name
+
+
+def test_fused_layer_decodes_with_a_cache():
+    torch.manual_seed(10)
+    fast = mha.FusedMultiHeadAttention(8, 2).double().eval()
+    x = randn(1, 4, 8, seed=3, dtype=torch.float64)
+    cache = fast.new_cache(1, 4)
+    steps = torch.cat([fast.decode_step(x[:, t:t + 1], cache)[0] for t in range(4)], dim=1)
+    full, _ = fast.to_multi_head()(x, mask=mha.causal_mask(4))
+    assert torch.allclose(steps, full, atol=1e-12)
 
 
 def test_gqa_with_all_kv_heads_is_mha(device):
@@ -176,7 +219,7 @@ def test_kv_cache_errors():
         cache.append(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4))
     cache.reset()
     assert cache.length == 0
-    module = mha.MultiHeadAttention(8, 2)
+    module = mha.FusedMultiHeadAttention(8, 2)  # decoding lives on the fast path and in GQA
     with pytest.raises(TypeError, match="cache must be an mha.KVCache, found dict"):
         module.decode_step(torch.zeros(1, 1, 8), {})
 
@@ -184,7 +227,8 @@ def test_kv_cache_errors():
 def test_gradients_flow_to_every_parameter():
     torch.manual_seed(5)
     for module in (mha.MultiHeadAttention(8, 2), mha.LoopedMultiHeadAttention(8, 2),
-                   mha.GroupedQueryAttention(8, 2, 1), mha.SingleHeadAttention(8)):
+                   mha.GroupedQueryAttention(8, 2, 1), mha.SingleHeadAttention(8),
+                   mha.FusedMultiHeadAttention(8, 2)):
         x = randn(2, 3, 8, seed=6).requires_grad_()
         out, _ = module(x)
         out.square().sum().backward()
@@ -205,14 +249,16 @@ def test_fully_padded_example_gives_zero_context():
         assert torch.allclose(out[1], module.out_proj.bias.expand(3, 8), atol=1e-6)
 
 
-def test_dropout_only_in_training():
+@pytest.mark.parametrize("cls", MHA_CLASSES)
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_dropout_only_in_training(cls, need_weights):
     torch.manual_seed(7)
-    module = mha.MultiHeadAttention(8, 2, dropout=0.5)
+    module = cls(8, 2, dropout=0.5)
     x = randn(1, 4, 8, seed=8)
     module.eval()
-    assert torch.equal(module(x)[0], module(x)[0])
+    assert torch.equal(module(x, need_weights=need_weights)[0], module(x, need_weights=need_weights)[0])
     module.train()
-    assert not torch.equal(module(x)[0], module(x)[0])
+    assert not torch.equal(module(x, need_weights=need_weights)[0], module(x, need_weights=need_weights)[0])
 
 
 @settings(max_examples=25, deadline=None)
@@ -246,9 +292,10 @@ def test_constructor_errors(cls, args, exc, msg):
         cls(*args)
 
 
-def test_dropout_error():
+@pytest.mark.parametrize("cls", MHA_CLASSES)
+def test_dropout_error(cls):
     with pytest.raises(ValueError, match=r"dropout must be a float in \[0, 1\), found 1.5"):
-        mha.MultiHeadAttention(8, 2, dropout=1.5)
+        cls(8, 2, dropout=1.5)
 
 
 def test_forward_errors():
@@ -278,21 +325,27 @@ def test_from_torch_errors():
         mha.MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, kdim=4, vdim=4))
     with pytest.raises(TypeError, match="m must be an mha.MultiHeadAttention"):
         mha.LoopedMultiHeadAttention.from_multi_head(nn.Linear(2, 2))
+    with pytest.raises(TypeError, match="m must be an mha.MultiHeadAttention, found GroupedQueryAttention"):
+        mha.FusedMultiHeadAttention.from_multi_head(mha.GroupedQueryAttention(8, 2, 1))
+    with pytest.raises(TypeError, match="m must be a torch.nn.MultiheadAttention, found Linear"):
+        mha.FusedMultiHeadAttention.from_torch(nn.Linear(2, 2))
 
 
 @pytest.mark.cuda
 def test_runs_on_cuda():
     device = mha.get_device()
     assert device.type == "cuda"
-    ref, ours = torch_pair(32, 4, device=device)
-    x = randn(2, 16, 32, seed=1, device=device)
-    assert torch.allclose(ours(x, need_weights=False)[0], ref(x, x, x)[0], atol=1e-4)
+    for cls in MHA_CLASSES:
+        ref, ours = torch_pair(32, 4, device=device, cls=cls)
+        x = randn(2, 16, 32, seed=1, device=device)
+        assert torch.allclose(ours(x, need_weights=False)[0], ref(x, x, x)[0], atol=1e-4)
 
 
 def test_fused_projection_gradients_match_separate_projections():
     """Self-attention projects Q, K, V in one matmul with a custom backward; it must agree exactly."""
     torch.manual_seed(8)
-    for module in (mha.MultiHeadAttention(8, 2).double(), mha.GroupedQueryAttention(8, 4, 2, bias=False).double()):
+    for module in (mha.FusedMultiHeadAttention(8, 2).double(), mha.GroupedQueryAttention(8, 4, 2, bias=False).double(),
+                   mha.MultiHeadAttention(8, 2).double()):
         x = randn(2, 3, 8, seed=9, dtype=torch.float64).requires_grad_()
         assert torch.autograd.gradcheck(lambda t: module(t)[0], (x,))
         fused_out = module(x)[0]

@@ -7,7 +7,8 @@ import torch
 from torch import nn
 
 import mha
-from mha import perf
+from mha import viz
+from mha.chapters import perf
 from conftest import skip_or_fail
 
 matplotlib.use("Agg")
@@ -36,12 +37,13 @@ def test_exclude_leaves_out_parameters_and_shared_storage_counts_once():
     assert both == 2 * 6 * 4 + 2 * 6 * 4  # x once (shared by both matmuls), exp's output once
 
 
+@pytest.mark.parametrize("cls", [mha.MultiHeadAttention, mha.FusedMultiHeadAttention])
 @pytest.mark.parametrize("batch_size, seq_len", [(1, 12), (2, 16)])  # != head_dim 8
-def test_attention_matrices_kept_per_path(batch_size, seq_len):
+def test_attention_matrices_kept_per_path(batch_size, seq_len, cls):
     torch.manual_seed(0)
     d_model, num_heads = 32, 4
     ref = nn.MultiheadAttention(d_model, num_heads, batch_first=True)
-    ours = mha.MultiHeadAttention.from_torch(ref)
+    ours = cls.from_torch(ref)
     params = list(ref.parameters()) + list(ours.parameters())
     x = torch.randn(batch_size, seq_len, d_model)
     count = {}
@@ -52,12 +54,14 @@ def test_attention_matrices_kept_per_path(batch_size, seq_len):
     assert count == {"weights": 2, "sdpa": 0, "torch": 1}
 
 
-def test_fused_projection_keeps_no_concatenated_weight():
-    """mha projects Q, K, V in one matmul yet keeps exactly the bytes nn.MultiheadAttention keeps."""
+@pytest.mark.parametrize("cls", [mha.FusedMultiHeadAttention, mha.MultiHeadAttention])
+def test_fused_projection_keeps_no_concatenated_weight(cls):
+    """The fast layer projects Q, K, V in one matmul yet keeps exactly the bytes nn.MultiheadAttention
+    keeps (and so does the readable layer, with its three separate projections)."""
     torch.manual_seed(0)
     d_model, num_heads = 32, 4
     ref = nn.MultiheadAttention(d_model, num_heads, batch_first=True)
-    ours = mha.MultiHeadAttention.from_torch(ref)
+    ours = cls.from_torch(ref)
     params = list(ref.parameters()) + list(ours.parameters())
     x = torch.randn(2, 8, d_model)
     mine = perf.saved_activation_bytes(lambda x: ours(x, need_weights=False)[0], x.clone().requires_grad_(), params)
@@ -139,18 +143,18 @@ def test_plots_and_explorer_frames():
     import matplotlib.pyplot as plt
 
     report = fake_report()
-    for fig in (perf.plot_time_vs_seq_len(report), perf.plot_memory_vs_seq_len(report),
-                perf.plot_time_vs_seq_len(report, key="forward")):
+    for fig in (viz.perf.plot_time_vs_seq_len(report), viz.perf.plot_memory_vs_seq_len(report),
+                viz.perf.plot_time_vs_seq_len(report, key="forward")):
         assert len(fig.axes[0].lines) == len(perf.IMPLS)
         plt.close(fig)
     controls = perf.explorer_controls(report)
     assert controls == {"measure": ["forward", "forward+backward"], "seq_len": [8, 16]}
-    fig = perf.render_benchmark(report, measure="forward", seq_len=8)
+    fig = viz.perf.render_benchmark(report, measure="forward", seq_len=8)
     assert len(fig.axes[0].patches) == len(perf.IMPLS)
     plt.close(fig)
     assert "mha looped 8 ms" in perf.benchmark_alt(report, "forward", 8)
     with pytest.raises(ValueError, match="measure must be"):
-        perf.render_benchmark(report, measure="backward")
+        viz.perf.render_benchmark(report, measure="backward")
 
 
 def test_stored_results_are_valid():

@@ -1,4 +1,4 @@
-"""Chapter 7: all-MiniLM-L6-v2 rebuilt from the course's modules (mha.pretrained).
+"""Chapter 7: all-MiniLM-L6-v2 rebuilt from the course's modules (mha.bert), and its analyses.
 
 The reference is ``transformers``' ``BertModel`` loaded from the same files; it is a test
 dependency only, and the tests that need it skip with a message when it is missing.
@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from mha import pretrained as P
+from mha import viz
+from mha import bert as B
+from mha.chapters import pretrained_analysis as P
 from conftest import skip_or_fail
 
 SENTENCES = [P.TWIN_SENTENCES["tired"], "A cat sat.", "Heads attend to different words in a sentence."]
@@ -22,24 +24,24 @@ SENTENCES = [P.TWIN_SENTENCES["tired"], "A cat sat.", "Heads attend to different
 def folder():
     """The model's files; tests that need them skip (with the fix) when the package is missing."""
     try:
-        return P.model_dir()
+        return B.model_dir()
     except ModuleNotFoundError as exc:
         skip_or_fail(str(exc))
 
 
 @pytest.fixture(scope="module")
 def model(folder):
-    return P.load_model(folder)
+    return B.load_model(folder)
 
 
 @pytest.fixture(scope="module")
 def tokenizer(folder):
-    return P.load_tokenizer(folder)
+    return B.load_tokenizer(folder)
 
 
 @pytest.fixture(scope="module")
 def batch(tokenizer):
-    return P.tokenize(tokenizer, SENTENCES)
+    return B.tokenize(tokenizer, SENTENCES)
 
 
 @pytest.fixture(scope="module")
@@ -51,17 +53,17 @@ def ours(model, batch):
 # ---- files -------------------------------------------------------------------------------------
 
 def test_model_dir_reads_files_without_importing_the_package(folder):
-    assert all((folder / name).is_file() for name in P.MODEL_FILES)
-    assert P.PACKAGE not in sys.modules  # located, never imported
+    assert all((folder / name).is_file() for name in B.MODEL_FILES)
+    assert B.PACKAGE not in sys.modules  # located, never imported
 
 
 def test_model_dir_missing_package_says_how_to_install():
     with pytest.raises(ModuleNotFoundError, match="not installed; install it with `pip install"):
-        P.model_dir("no_such_model_package_for_mha")
+        B.model_dir("no_such_model_package_for_mha")
 
 
 def test_config_from_file(folder):
-    config = P.BertConfig.from_json(folder / "config.json")
+    config = B.BertConfig.from_json(folder / "config.json")
     assert (config.num_layers, config.num_heads, config.d_model, config.head_dim, config.d_ff) == (6, 12, 384, 32, 1536)
     assert config.layer_norm_eps == 1e-12
 
@@ -72,14 +74,14 @@ def test_config_rejects_other_variants(folder, tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(raw))
     with pytest.raises(ValueError, match="hidden_act must be 'gelu', found 'relu'"):
-        P.BertConfig.from_json(path)
+        B.BertConfig.from_json(path)
     with pytest.raises(ValueError, match=r"d_model \(10\) must be divisible by num_heads \(3\)"):
-        P.BertConfig(d_model=10, num_heads=3)
+        B.BertConfig(d_model=10, num_heads=3)
 
 
 def test_convert_rejects_unknown_tensor():
     with pytest.raises(ValueError, match="unexpected tensor 'encoder.layer.0.crossattention.q.weight'"):
-        P.convert_bert_state_dict({"encoder.layer.0.crossattention.q.weight": torch.zeros(1)})
+        B.convert_bert_state_dict({"encoder.layer.0.crossattention.q.weight": torch.zeros(1)})
 
 
 def test_encoder_is_built_from_the_course_modules(model):
@@ -127,14 +129,14 @@ def test_head_mask_equals_zeroing_the_heads_columns_of_w_o(model, batch):
     pruned = copy.deepcopy(model)
     with torch.no_grad():
         pruned.layers[layer].self_attn.out_proj.weight[:, head * dh:(head + 1) * dh] = 0.0
-    masked = P.sentence_embeddings(model, batch, head_mask=P.head_mask_without(model.config, [(layer, head)]))
-    torch.testing.assert_close(masked, P.sentence_embeddings(pruned, batch), atol=1e-6, rtol=1e-5)
-    assert not torch.allclose(masked, P.sentence_embeddings(model, batch), atol=1e-4)
+    masked = B.sentence_embeddings(model, batch, head_mask=P.head_mask_without(model.config, [(layer, head)]))
+    torch.testing.assert_close(masked, B.sentence_embeddings(pruned, batch), atol=1e-6, rtol=1e-5)
+    assert not torch.allclose(masked, B.sentence_embeddings(model, batch), atol=1e-4)
     # a per-sentence mask (B, L, H): only the second sentence loses the head
     per_sentence = torch.ones(3, 6, 12)
     per_sentence[1, layer, head] = 0.0
-    mixed = P.sentence_embeddings(model, batch, head_mask=per_sentence)
-    full = P.sentence_embeddings(model, batch)
+    mixed = B.sentence_embeddings(model, batch, head_mask=per_sentence)
+    full = B.sentence_embeddings(model, batch)
     torch.testing.assert_close(mixed[[0, 2]], full[[0, 2]])
     torch.testing.assert_close(mixed[1], masked[1], atol=1e-6, rtol=1e-5)
 
@@ -154,7 +156,7 @@ def test_mean_pool_ignores_padding():
     hidden = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
     mask = torch.tensor([[1, 1, 0], [1, 1, 1]])
     expected = torch.stack([hidden[0, :2].mean(0), hidden[1].mean(0)])
-    torch.testing.assert_close(P.mean_pool(hidden, mask), expected)
+    torch.testing.assert_close(B.mean_pool(hidden, mask), expected)
 
 
 def test_tokenize_pads_to_the_longest_sentence(tokenizer, batch):
@@ -162,7 +164,7 @@ def test_tokenize_pads_to_the_longest_sentence(tokenizer, batch):
     assert batch.input_ids.shape[1] == max(len(t) for t in batch.tokens)
     assert batch.attention_mask.sum(1).tolist() == [len(t) for t in batch.tokens]
     with pytest.raises(TypeError, match="sentences must be a non-empty list of strings"):
-        P.tokenize(tokenizer, "one sentence")
+        B.tokenize(tokenizer, "one sentence")
 
 
 def test_paraphrase_quality_by_hand():
@@ -187,7 +189,7 @@ def test_paraphrase_ranked_above_unrelated_and_stored_results(model, tokenizer):
     results are what the code computes (the full model and the most harmful single head)."""
     study = P.load_ablation_study()
     batches = P.pair_batches(tokenizer)
-    emb_a, emb_b = (P.sentence_embeddings(model, b) for b in batches)
+    emb_a, emb_b = (B.sentence_embeddings(model, b) for b in batches)
     sims = emb_a @ emb_b.T  # (N, N)
     unrelated = sims - 2.0 * torch.eye(len(sims))
     assert bool((sims.diagonal() > unrelated.max(dim=1).values).all())
@@ -259,11 +261,11 @@ def test_figures_and_explorer_render(model, tokenizer):
     import matplotlib.pyplot as plt
 
     r = P.it_resolution(model, tokenizer)
-    render = P.layer_explorer(r)
+    render = viz.pretrained_analysis.layer_explorer(r)
     figures = [render(layer=1, sentence="tired"), render(layer=6, sentence="wide"),
-               P.plot_all_heads(r["maps"]["tired"], r["tokens"]["tired"], title="t"), P.plot_it_margins(r),
-               P.plot_census(np.full((6, 12), "special", dtype=object), marks=r["resolves"]),
-               P.plot_similarity({"a": np.eye(72), "b": np.ones((72, 72))}, 12)]
+               viz.pretrained_analysis.plot_all_heads(r["maps"]["tired"], r["tokens"]["tired"], title="t"), viz.pretrained_analysis.plot_it_margins(r),
+               viz.pretrained_analysis.plot_census(np.full((6, 12), "special", dtype=object), marks=r["resolves"]),
+               viz.pretrained_analysis.plot_similarity({"a": np.eye(72), "b": np.ones((72, 72))}, 12)]
     assert all(isinstance(f, matplotlib.figure.Figure) for f in figures)
     assert figures[1]._suptitle is None and "Layer 6" in figures[1].axes[0].get_title()
     plt.close("all")
@@ -278,6 +280,13 @@ def test_sentence_pairs_and_results_files_round_trip(tmp_path):
     out = P.write_ablation_study(study, tmp_path / "study.json")
     assert json.loads(out.read_text()) == study
     assert len(study["single_head"]["margin"]) == 6 and study["pruning"]["random"]["removed"][-1] == 72
+
+
+def test_pruning_counts_come_from_the_model_shape():
+    study = json.loads(P.ABLATION_RESULTS.read_text())
+    assert list(P.pruning_counts(B.BertConfig())) == study["pruning"]["random"]["removed"]  # 6 x 12 heads
+    small = B.BertConfig(d_model=8, num_layers=2, num_heads=4, d_ff=16)
+    assert P.pruning_counts(small) == (0, 6) and P.PRUNING_STEP == 6
 
 
 def test_too_many_tokens(model):

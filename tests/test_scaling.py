@@ -9,7 +9,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import mha  # noqa: E402
-from mha import scaling  # noqa: E402
+from mha import viz  # noqa: E402
+from mha.chapters import scaling  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -81,13 +82,13 @@ def test_sweep_shapes_and_trend():
     raw, scaled = sweep["1 (no scaling)"], sweep["1/√d_k"]
     assert raw["jacobian_norm"][0] > raw["jacobian_norm"][1] > raw["jacobian_norm"][2]
     assert all(0.2 < j < 0.4 for j in scaled["jacobian_norm"])
-    fig = scaling.plot_scaling_sweep(sweep)
+    fig = viz.scaling.plot_scaling_sweep(sweep)
     assert len(fig.axes) == 4 and all(ax.get_title() for ax in fig.axes)
 
 
 @pytest.mark.parametrize("scale", list(scaling.SCALES))
 def test_render_scaling(scale):
-    fig = scaling.render_scaling(64, scale)
+    fig = viz.scaling.render_scaling(64, scale)
     assert isinstance(fig, matplotlib.figure.Figure) and len(fig.axes) == 2
     assert "d_k = 64" in scaling.describe_scaling(64, scale)
 
@@ -98,7 +99,7 @@ def test_head_blocks_match_split_heads(num_heads):
     heads = mha.split_heads(x, num_heads)  # (1, H, 1, Dh)
     for i, cols in enumerate(scaling.head_blocks(12, num_heads)):
         assert heads[0, i, 0].tolist() == [float(c) for c in cols]
-    fig = scaling.render_head_split(num_heads)
+    fig = viz.scaling.render_head_split(num_heads)
     assert f"h = {num_heads} heads" in fig.axes[0].get_title()
     assert str(12 // num_heads) in scaling.describe_head_split(num_heads)
 
@@ -111,7 +112,7 @@ def test_head_blocks_errors():
 def test_render_head_map():
     maps = torch.softmax(torch.randn(2, 3, 4, 4, generator=torch.Generator().manual_seed(0)), -1)
     labels = [list("abcd"), list("efgh")]
-    fig = scaling.render_head_map(maps, labels, head=3, example=2)
+    fig = viz.scaling.render_head_map(maps, labels, head=3, example=2)
     assert fig.axes[0].get_title() == "input 2, head 3"
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == list("efgh")
 

@@ -4,7 +4,8 @@ import math
 import pytest
 import torch
 
-from mha import softmax_demo
+from mha import viz
+from mha.chapters import softmax_demo
 
 
 def reference_softmax(scores, tau):
@@ -59,7 +60,7 @@ def test_bad_scores_and_tokens():
     with pytest.raises(TypeError, match="scores must be a floating-point tensor"):
         softmax_demo.softmax_with_temperature(torch.tensor([1, 2]), 1.0)
     with pytest.raises(ValueError, match="tokens must name each of the 5 scores, found 2"):
-        softmax_demo.plot_temperature(1.0, tokens=["a", "b"])
+        viz.softmax_demo.plot_temperature(1.0, tokens=["a", "b"])
 
 
 def test_plot_and_alt_text():
@@ -68,7 +69,7 @@ def test_plot_and_alt_text():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig = softmax_demo.plot_temperature(0.25)
+    fig = viz.softmax_demo.plot_temperature(0.25)
     ax = fig.axes[0]
     assert ax.get_title() == "softmax(scores / 0.25): entropy 0.64 bits"
     assert ax.get_ylabel() == "attention weight" and ax.get_xlabel() == "key token"

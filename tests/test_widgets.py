@@ -1,4 +1,4 @@
-"""Tests of mha.widgets: the grid, the static HTML component, its limits and the live widget."""
+"""Tests of mha.viz.widgets: the grid, the static HTML component, its limits and the live widget."""
 import base64
 import io
 import json
@@ -15,8 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from mha import widgets  # noqa: E402
-from mha.widgets import explorer  # noqa: E402
+from mha.viz import widgets  # noqa: E402
+from mha.viz.widgets import explorer  # noqa: E402
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -380,7 +380,7 @@ def test_live_widget_shows_a_render_error_in_its_output():
 
 
 def test_importing_widgets_pulls_in_neither_ipywidgets_nor_matplotlib():
-    code = ("import sys, mha, mha.widgets; "
+    code = ("import sys, mha, mha.viz.widgets; "
             "print(sorted(m for m in ('ipywidgets', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 import mha
-from mha import worked
+from mha import viz
+from mha.chapters import worked
 
 T, D, H, DK = 5, 8, 2, 4
 
@@ -206,8 +207,8 @@ def test_single_head_of_the_same_size():
 
 def test_format_matrix_and_latex_use_the_same_numbers():
     ex = mha.worked_example()
-    text = worked.format_matrix(ex.weights[0], "A1", worked.token_labels(), ex.tokens, row_sums=True)
-    latex = worked.to_latex(ex.weights[0], "A_1", row_sums=True)
+    text = viz.worked.format_matrix(ex.weights[0], "A1", worked.token_labels(), ex.tokens, row_sums=True)
+    latex = viz.worked.to_latex(ex.weights[0], "A_1", row_sums=True)
     assert text.splitlines()[0] == "A1  (5 x 5)"
     assert "0.649" in text and "0.088" in text and "1.000" in text
     for line in text.splitlines()[2:]:
@@ -216,25 +217,25 @@ def test_format_matrix_and_latex_use_the_same_numbers():
     assert latex.startswith(r"A_1 = \begin{bmatrix} 0.649 & 0.088")
     assert latex.count(r"\\") == 2 * (T - 1)
     # Integer matrices print exactly.
-    assert worked.to_latex(ex.scores[0], "S").startswith(r"S = \begin{bmatrix} 4 & 0 & 0")
-    assert worked.format_number(-0.0001, False) == "0.000"
+    assert viz.worked.to_latex(ex.scores[0], "S").startswith(r"S = \begin{bmatrix} 4 & 0 & 0")
+    assert viz.worked.format_number(-0.0001, False) == "0.000"
 
 
 def test_matrix_display_has_text_and_latex():
     ex = mha.worked_example()
-    items = worked.matrices(ex, "weights")
+    items = viz.worked.matrices(ex, "weights")
     assert len(items) == 2
     assert repr(items[0]) == items[0].text
     assert items[1]._repr_latex_().startswith("$$ A_2 = ")
     steps = ["x", "weights_in", "w_o", "qkv", "scores", "scaled_scores", "weights", "head_outputs", "concat",
              "output"]
-    counts = [len(worked.matrices(ex, s)) for s in steps]
+    counts = [len(viz.worked.matrices(ex, s)) for s in steps]
     assert counts == [1, 6, 1, 6, 2, 2, 2, 2, 1, 1]
 
 
 def test_errors():
     with pytest.raises(ValueError, match=r"step must be one of"):
-        worked.matrices(mha.worked_example(), "softmax")
+        viz.worked.matrices(mha.worked_example(), "softmax")
     with pytest.raises(ValueError, match=r"x must have shape \(T, D\) = \(5, 8\), found shape \(5, 4\)"):
         mha.worked_example(torch.zeros(5, 4, dtype=torch.float64))
     with pytest.raises(TypeError, match=r"x must be a torch.Tensor"):
@@ -248,9 +249,9 @@ def test_errors():
     with pytest.raises(ValueError, match=r"token must be a token number 1..5"):
         worked.edited_x(token=0)
     with pytest.raises(ValueError, match=r"matrix must have 2 dimensions"):
-        worked.format_matrix(torch.zeros(2, 2, 2), "M")
+        viz.worked.format_matrix(torch.zeros(2, 2, 2), "M")
     with pytest.raises(ValueError, match=r"labels must match the matrix shape \(2, 2\)"):
-        worked.format_matrix(torch.zeros(2, 2), "M", ["a"], ["b", "c"])
+        viz.worked.format_matrix(torch.zeros(2, 2), "M", ["a"], ["b", "c"])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -333,10 +334,10 @@ def test_explorer_grid_is_small_and_renders():
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
-    from mha.widgets import frame_count
+    from mha.viz.widgets import frame_count
 
     assert frame_count(worked.EXPLORER_CONTROLS) <= 30
-    fig = worked.render_explorer(noun=0, verb=1, temperature=0.5)
+    fig = viz.worked.render_explorer(noun=0, verb=1, temperature=0.5)
     try:
         assert isinstance(fig, Figure)
         assert [ax.get_title() for ax in fig.axes[:2]] == ["head 1 (previous token)", "head 2 (same type)"]
@@ -354,5 +355,5 @@ def test_explorer_data():
     assert sharp.weights[0, 1, 0] > mha.worked_example().weights[0, 1, 0]
     alt = worked.explorer_alt(noun=0, verb=1, temperature=1)
     assert "head 2: dog's largest weight 0.42 on token 3 (saw) and 5 (dog)" in alt
-    summary = worked.explorer_summary(verb_dog)
+    summary = viz.worked.explorer_summary(verb_dog)
     assert summary.splitlines()[0] == "token 5 (dog), temperature 1"

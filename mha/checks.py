@@ -75,3 +75,10 @@ def check_mask(name: str, mask, target_shape: tuple[int, ...], legend: str) -> N
         )
     if mask.is_floating_point() and torch.isnan(mask).any():
         raise ValueError(f"{name} must not contain NaN (use -inf to block a position)")
+
+
+def check_dropout(name: str, value) -> float:
+    """A dropout probability in [0, 1): return it as a float, else raise naming ``name``."""
+    if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+        raise ValueError(f"{name} must be a float in [0, 1), found {value!r}")
+    return float(value)

@@ -1,5 +1,4 @@
-"""Chapter 1's experiment: a task that needs several relations at once, and models that differ only
-in their number of heads.
+"""The synthetic task and the one-layer model shared by chapter 1 (heads) and chapter 5 (merges).
 
 **The task** (:func:`make_task`). Each example is a sequence of ``seq_len`` tokens drawn uniformly
 from a vocabulary of ``vocab_size`` symbols. At every position ``t`` the model must output, *at the
@@ -13,30 +12,28 @@ answers are right. Labels are correct by construction: they are copies of the in
 (``"mlp"``: a hidden layer of width ``4 d_model``, then ``k x vocab_size`` logits; ``"linear"``:
 one linear layer to the logits). The attention block is pluggable: any module whose forward is
 ``attention(x, *, mask=mask) -> (out (B, T, D), weights (B, H, T, S))``, like
-:class:`mha.MultiHeadAttention`.
+:class:`mha.MultiHeadAttention`; the default is :class:`mha.FusedMultiHeadAttention`, the same
+function on the fast path.
 
-**The comparison.** With ``d_k = d_model / h`` the attention layer has ``4 d_model^2 + 4 d_model``
-parameters whatever ``h`` is, and nothing else in the model depends on ``h``: the models differ only
-in how the same parameters are cut into heads (:func:`make_model` checks it).
-
+**Training** (:func:`train_and_evaluate`): Adam on minibatches, then held-out accuracy.
 Everything trains on the CPU, with local seeds and one thread, so a run is reproducible bit for bit.
+
+The experiments built on it: :mod:`mha.chapters.head_count` (chapter 1) and
+:mod:`mha.chapters.merging` (chapter 5).
 """
 from __future__ import annotations
 
 import contextlib
-import json
-import math
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_positive_int
-from .attention import causal_mask
-from .counting import attention_params
-from .modules import MultiHeadAttention
+from ..attention import causal_mask
+from ..checks import check_positive_int
+from ..counting import attention_params, count_params
+from ..modules import FusedMultiHeadAttention
 
 #: Defaults of the chapter's experiment: one layer of width 32, a vocabulary of 16 symbols,
 #: sequences of 12, 1,500 Adam steps on batches of 64 (a few seconds on one idle CPU core).
@@ -48,30 +45,6 @@ BATCH_SIZE = 64
 LEARNING_RATE = 3e-3
 NUM_TRAIN = 4096
 NUM_TEST = 512
-
-#: The number of relations of the chapter's main setting.
-DEFAULT_RELATIONS = 4
-#: The grid that ``scripts/make_ch01_cache.py`` trains and caches in :data:`CACHE_PATH`.
-GRID_RELATIONS = (1, 2, 3, 4, 6)
-GRID_HEADS = (1, 2, 4, 8)
-GRID_SEEDS = {"mlp": (0, 1, 2), "linear": (0,)}
-
-
-def grid_runs() -> list[tuple[str, int, int, int]]:
-    """Every ``(readout, num_relations, num_heads, seed)`` of the cached grid, main setting first."""
-    runs = []
-    for readout, seeds in GRID_SEEDS.items():
-        relations = sorted(GRID_RELATIONS, key=lambda k: k != DEFAULT_RELATIONS)
-        runs += [(readout, k, h, s) for k in relations for h in GRID_HEADS for s in seeds]
-    return runs
-
-#: How the two readouts are named in figures.
-READOUT_NAMES = {"mlp": "MLP", "linear": "linear"}
-
-CACHE_PATH = Path(__file__).with_name("data") / "head_count_grid.json"
-#: The trained weights :func:`trained_model` loads for its default setting (num_heads, seed, k, readout).
-MODEL_PATH = Path(__file__).with_name("data") / "relation_model_h2_seed0.pt"
-CACHED_MODEL = (2, 0, DEFAULT_RELATIONS, "mlp")
 
 
 # --------------------------------------------------------------------------------------------
@@ -182,7 +155,7 @@ class RelationModel(nn.Module):
         d_model: D. num_heads: H (used only when ``attention`` is None).
         readout: ``"mlp"`` (hidden width 4 D, ReLU) or ``"linear"``.
         attention: a module ``attention(x, *, mask=mask) -> (out (B, T, D), weights (B, H, T, S))``
-            to use instead of ``mha.MultiHeadAttention(d_model, num_heads)``; ``mask`` is a bool
+            to use instead of ``mha.FusedMultiHeadAttention(d_model, num_heads)``; ``mask`` is a bool
             (T, T) causal mask, True = may attend.
 
     Shapes:
@@ -198,7 +171,7 @@ class RelationModel(nn.Module):
         self.d_model, self.readout_kind = d_model, readout
         self.token_embedding = nn.Embedding(vocab_size, d_model)
         self.position_embedding = nn.Embedding(seq_len, d_model)
-        self.attention = MultiHeadAttention(d_model, num_heads) if attention is None else attention
+        self.attention = FusedMultiHeadAttention(d_model, num_heads) if attention is None else attention
         out_features = num_relations * vocab_size
         if readout == "linear":
             self.readout = nn.Linear(d_model, out_features)
@@ -216,17 +189,12 @@ class RelationModel(nn.Module):
         return logits.view(batch_size, seq_len, self.num_relations, self.vocab_size), weights  # (B, T, K, V)
 
 
-def count_params(module: nn.Module) -> int:
-    """Number of trainable parameters, ``sum(p.numel() ...)``."""
-    return sum(p.numel() for p in module.parameters() if p.requires_grad)
-
-
 def make_model(num_heads: int, task: Task, *, seed: int = 0, d_model: int = D_MODEL, readout: str = "mlp",
                attention=None) -> RelationModel:
     """A :class:`RelationModel` for ``task`` whose initial weights depend on ``seed`` only.
 
     ``attention`` may be a callable ``attention(d_model, num_heads) -> module`` (built inside the
-    seeded block, so its weights are reproducible too) or None for ``mha.MultiHeadAttention``.
+    seeded block, so its weights are reproducible too) or None for ``mha.FusedMultiHeadAttention``.
     For the default attention, checks that the layer has ``attention_params(d_model, num_heads)``
     parameters: the same for every ``num_heads`` dividing ``d_model``.
     """
@@ -342,232 +310,3 @@ def train_and_evaluate(model: RelationModel, task: Task, *, steps: int = STEPS, 
         example_weights=weights,
     )
     return result
-
-
-def head_count_experiment(num_heads: int, *, seed: int = 0, num_relations: int = DEFAULT_RELATIONS, steps: int = STEPS,
-                          readout: str = "mlp", d_model: int = D_MODEL, show_progress: bool = False,
-                          return_model: bool = False) -> dict:
-    """Train a one-layer model with ``num_heads`` heads on the copy-at-``k``-offsets task; test it.
-
-    The task: sequences of ``SEQ_LEN`` = 12 uniform tokens from a vocabulary of 16; at each position
-    ``t >= k`` the model must name the tokens at ``t - 1, ..., t - k`` at once (``k =
-    num_relations``). ``accuracy`` is the held-out fraction of positions where all ``k`` answers
-    are right (chance: ``16**-k``). The model: token + position embeddings (``d_model`` = 32), one
-    causal ``mha.MultiHeadAttention(d_model, num_heads)`` with a residual, and an MLP (default) or
-    linear readout; ``d_k = d_model / num_heads``, so the parameter count does not depend on
-    ``num_heads``. ``seed`` fixes the data, the initial weights and the minibatch order.
-
-    Returns:
-        the dict of :func:`train_and_evaluate` plus ``num_relations``, ``seed``, ``readout`` (and
-        ``model``, the trained :class:`RelationModel`, when ``return_model`` is true).
-    """
-    task = make_task(num_relations, seed=seed)
-    model = make_model(num_heads, task, seed=seed, d_model=d_model, readout=readout)
-    result = train_and_evaluate(model, task, steps=steps, seed=seed, show_progress=show_progress)
-    result.update(num_relations=num_relations, seed=seed, readout=readout)
-    if return_model:
-        result["model"] = model
-    return result
-
-
-def trained_model(num_heads: int = 2, *, seed: int = 0, num_relations: int = DEFAULT_RELATIONS,
-                  readout: str = "mlp"):
-    """A trained chapter-1 model and a held-out example to look at.
-
-    The default model (2 heads, seed 0, k = 4, MLP readout) is loaded from the package's cache
-    (:data:`MODEL_PATH`, the weights :func:`head_count_experiment` trained); other settings train
-    on the CPU (about 1,500 steps, a few seconds on an idle core).
-
-    Returns:
-        ``(model, tokens, labels)``: the trained :class:`RelationModel` (eval mode, on the CPU),
-        ``tokens`` (T,) int64, the first held-out sequence, and ``labels``, T strings such as
-        ``"3:f"`` (position 3 holds symbol f). ``model(tokens[None])`` returns logits
-        (1, T, K, V) and weights (1, H, T, T).
-    """
-    task = make_task(num_relations, seed=seed)
-    key = (num_heads, seed, num_relations, readout)
-    if key == CACHED_MODEL and MODEL_PATH.exists():
-        model = make_model(num_heads, task, seed=seed, readout=readout)
-        model.load_state_dict(torch.load(MODEL_PATH, weights_only=True))
-    else:
-        result = head_count_experiment(num_heads, seed=seed, num_relations=num_relations, readout=readout,
-                                       return_model=True)
-        model = result["model"]
-    example = task.test_x[0]
-    return model.eval(), example, token_labels(example)
-
-
-# --------------------------------------------------------------------------------------------
-# The cached grid (written by scripts/make_ch01_cache.py)
-# --------------------------------------------------------------------------------------------
-
-_CACHE: dict = {}
-
-
-def load_grid() -> dict:
-    """The cached grid: ``{"config": ..., "runs": [...], "maps": [...]}`` (read once, then kept)."""
-    if "grid" not in _CACHE:
-        if not CACHE_PATH.exists():
-            raise FileNotFoundError(f"{CACHE_PATH} is missing: run scripts/make_ch01_cache.py")
-        _CACHE["grid"] = json.loads(CACHE_PATH.read_text())
-    return _CACHE["grid"]
-
-
-def cached_run(num_heads: int, *, seed: int = 0, num_relations: int = DEFAULT_RELATIONS,
-               readout: str = "mlp") -> dict:
-    """The cached result of ``head_count_experiment(num_heads, seed=..., ...)`` (accuracies rounded to
-    4 decimals). Raises KeyError for a setting the grid does not hold."""
-    for run in load_grid()["runs"]:
-        if (run["num_heads"], run["seed"], run["num_relations"], run["readout"]) == (
-                num_heads, seed, num_relations, readout):
-            return run
-    raise KeyError(f"no cached run for num_heads={num_heads}, seed={seed}, "
-                   f"num_relations={num_relations}, readout={readout!r}")
-
-
-def grid_summary(readout: str = "mlp") -> dict:
-    """Held-out accuracy over seeds for every (k, h) of the grid.
-
-    Returns:
-        dict ``(num_relations, num_heads) -> {"mean", "min", "max", "seeds"}`` (floats, count).
-    """
-    groups: dict = {}
-    for run in load_grid()["runs"]:
-        if run["readout"] == readout:
-            groups.setdefault((run["num_relations"], run["num_heads"]), []).append(run["accuracy"])
-    return {key: {"mean": sum(a) / len(a), "min": min(a), "max": max(a), "seeds": len(a)}
-            for key, a in sorted(groups.items())}
-
-
-def format_grid(summary: dict, *, spread: bool = True) -> str:
-    """A text table: one row per k, one column per h, ``mean ± half the range`` over seeds."""
-    relations = sorted({k for k, _ in summary})
-    heads = sorted({h for _, h in summary})
-    width = 13 if spread else 6
-    lines = ["k \\ h " + "".join(f"{h:>{width}}" for h in heads)]
-    for k in relations:
-        cells = []
-        for h in heads:
-            s = summary[(k, h)]
-            half = (s["max"] - s["min"]) / 2
-            cells.append(f"{s['mean']:.2f} ± {half:.2f}" if spread else f"{s['mean']:.2f}")
-        lines.append(f"{k:>5} " + "".join(f"{c:>{width}}" for c in cells))
-    return "\n".join(lines)
-
-
-def cached_maps(num_heads: int, seed: int = 0) -> tuple[torch.Tensor, list[str]]:
-    """Every head's cached attention map on the first held-out sequence (k = 4, MLP readout).
-
-    Returns:
-        weights (H, T, T) float64 (rounded to 3 decimals) and the T token labels.
-    """
-    for entry in load_grid()["maps"]:
-        if (entry["num_heads"], entry["seed"]) == (num_heads, seed):
-            return torch.tensor(entry["weights"], dtype=torch.float64), token_labels(entry["tokens"])
-    raise KeyError(f"no cached attention maps for num_heads={num_heads}, seed={seed}")
-
-
-def offset_profile(weights: torch.Tensor, max_offset: int = DEFAULT_RELATIONS) -> torch.Tensor:
-    """Average weight each head puts on the key ``o`` positions back, for o = 0..max_offset,
-    over the queries where all those keys exist.
-
-    Shapes:
-        weights (H, T, T) -> returns (H, max_offset + 1).
-    """
-    seq_len = weights.shape[-1]
-    rows = torch.arange(max_offset, seq_len)  # queries with every offset available
-    return torch.stack([weights[:, rows, rows - o].mean(dim=-1) for o in range(max_offset + 1)], dim=-1)
-
-
-def render_head_maps(num_heads: int = 2, seed: int = 0):
-    """Figure: each head's attention map on a held-out sequence (cached, k = 4, MLP readout)."""
-    import matplotlib.pyplot as plt
-
-    from .plotting import plot_heads
-
-    weights, labels = cached_maps(num_heads, seed)
-    cols = min(num_heads, 4)
-    rows = math.ceil(num_heads / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols + 0.6, 3.0 * rows + 0.5), squeeze=False)
-    accuracy = cached_run(num_heads, seed=seed)["accuracy"]
-    plot_heads(weights, labels, axes=list(axes.flat), annotate=False,
-               title=f"{num_heads} head{'s' if num_heads > 1 else ''}, seed {seed}: "
-                     f"held-out accuracy {accuracy:.2f}")
-    for ax in axes.flat:
-        ax.tick_params(labelsize=7)
-        ax.set_xlabel("key", fontsize=8)
-        ax.set_ylabel("query", fontsize=8)
-    return fig
-
-
-def head_maps_alt(num_heads: int = 2, seed: int = 0) -> str:
-    """Alt text of :func:`render_head_maps`: which offsets each head mostly looks at."""
-    weights, _ = cached_maps(num_heads, seed)
-    profile = offset_profile(weights)
-    parts = []
-    for h, row in enumerate(profile):
-        top = [str(o) for o in range(row.shape[0]) if row[o] >= 0.2]
-        where = " and ".join(top) + " places back" if top else "no single offset"
-        parts.append(f"head {h + 1} attends mostly to the tokens {where}")
-    plural = "s" if num_heads > 1 else ""
-    return f"{num_heads} head{plural}, seed {seed}: " + "; ".join(parts) + "."
-
-
-def plot_accuracy_vs_heads(num_relations: int = DEFAULT_RELATIONS, *, ax=None):
-    """Held-out accuracy against the number of heads (mean over seeds, bars = min to max)."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 3.5))
-    for i, readout in enumerate(GRID_SEEDS):
-        summary = grid_summary(readout)
-        heads = [h for h in GRID_HEADS if (num_relations, h) in summary]
-        stats = [summary[(num_relations, h)] for h in heads]
-        mean = [s["mean"] for s in stats]
-        err = [[s["mean"] - s["min"] for s in stats], [s["max"] - s["mean"] for s in stats]]
-        seeds = stats[0]["seeds"]
-        ax.errorbar(heads, mean, yerr=err, marker="o", capsize=4,
-                    label=f"{READOUT_NAMES[readout]} readout ({seeds} seed{'s' if seeds > 1 else ''})", color=f"C{i}")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(list(GRID_HEADS), [str(h) for h in GRID_HEADS])
-    ax.set_ylim(-0.03, 1.03)
-    ax.set_xlabel("number of heads h (same d_model, same parameters)")
-    ax.set_ylabel("held-out accuracy (all k answers right)")
-    ax.set_title(f"Copying k = {num_relations} tokens at once")
-    ax.legend(loc="lower right")
-    return ax.figure
-
-
-def plot_grid(readout: str = "mlp", *, ax=None):
-    """Heatmap of mean held-out accuracy, rows = relations k, columns = heads h."""
-    import matplotlib.pyplot as plt
-
-    summary = grid_summary(readout)
-    relations = sorted({k for k, _ in summary})
-    heads = sorted({h for _, h in summary})
-    grid = [[summary[(k, h)]["mean"] for h in heads] for k in relations]
-    if ax is None:
-        _, ax = plt.subplots(figsize=(4.2, 3.6))
-    ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
-    for i, row in enumerate(grid):
-        for j, value in enumerate(row):
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=8,
-                    color="black" if value > 0.6 else "white")
-    ax.set_xticks(range(len(heads)), [str(h) for h in heads])
-    ax.set_yticks(range(len(relations)), [str(k) for k in relations])
-    ax.set_xlabel("heads h")
-    ax.set_ylabel("relations k")
-    ax.set_title(f"mean accuracy, {READOUT_NAMES[readout]} readout")
-    return ax.figure
-
-
-def merge_experiment(strategy: str, *, seed: int = 0, **kwargs) -> dict:
-    """Chapter 5's experiment: this task and model with another way of merging the heads.
-
-    ``strategy``: ``"concat"``, ``"average"``, ``"weighted"`` or ``"gated"``; other keyword
-    arguments as :func:`mha.merging.merge_experiment`. Returns a dict with at least ``accuracy``
-    (held-out) and ``params``.
-    """
-    from .merging import merge_experiment as run  # imported here: mha.merging imports this module
-
-    return run(strategy, seed=seed, **kwargs)

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from .attention import scaled_dot_product_attention
+from ..attention import scaled_dot_product_attention
 
 #: The two sentences compared: the same words, the roles swapped.
 SENTENCE = ("cat", "chases", "mouse")
@@ -77,31 +77,8 @@ def two_sentences(split: float) -> dict:
     }
 
 
-def render_split(split: float = 0.5):
-    """Figure: the verb's attention row, and its output in both sentences (bars per feature)."""
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from .plotting import HEAD_COLORS, plot_attention
-
-    result = two_sentences(split)
-    fig, (ax_w, ax_out) = plt.subplots(1, 2, figsize=(8.0, 2.8), gridspec_kw={"width_ratios": [1.2, 1]})
-    plot_attention(result["weights"][QUERY:QUERY + 1], ["chases"], list(SENTENCE), ax=ax_w,
-                   title=f"the verb's weights (split = {split:.1f})", color=HEAD_COLORS[0])
-    x = np.arange(len(FEATURES))
-    ax_out.bar(x - 0.18, result["output"].numpy(), 0.36, label="cat chases mouse", color=HEAD_COLORS[0])
-    ax_out.bar(x + 0.18, result["output_swapped"].numpy(), 0.36, label="mouse chases cat", color=HEAD_COLORS[1])
-    ax_out.set_xticks(x, [f'"{f}" feature' for f in FEATURES])
-    ax_out.set_ylim(0, 1.05)
-    ax_out.set_ylabel("value in the head's output")
-    ax_out.set_title(f"output of 'chases' (distance {result['distance']:.2f})")
-    ax_out.legend(loc="upper center", fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
 def split_alt(split: float = 0.5) -> str:
-    """Alt text of :func:`render_split`'s figure."""
+    """Alt text of :func:`mha.viz.single_head.render_split`'s figure."""
     r = two_sentences(split)
     a, b = (f"[{v[0]:.1f}, {v[1]:.1f}]" for v in (r["output"], r["output_swapped"]))
     return (f"The verb puts weight {split:.1f} on 'cat' and {1 - split:.1f} on 'mouse'; its output is {a} "
@@ -122,42 +99,3 @@ RELATION_SENTENCES = {
     ),
 }
 RELATION_KINDS = ("subject", "object", "coreference", "modifier", "cause", "previous word")
-
-
-def render_relations():
-    """Figure: the relations in the chapter's two sentences, one colour per kind of relation.
-
-    Each arc starts at the word that needs the information (the query) and ends, with an arrow,
-    at the word it needs (the key).
-    """
-    import matplotlib.pyplot as plt
-    import numpy as np
-    from matplotlib.lines import Line2D
-
-    from .plotting import head_color
-
-    colors = {kind: head_color(i) for i, kind in enumerate(RELATION_KINDS)}
-    fig, axes = plt.subplots(2, 1, figsize=(9.0, 4.8), gridspec_kw={"height_ratios": [1, 1.4]})
-    t = np.linspace(0.0, 1.0, 60)
-    for ax, (title, (words, relations)) in zip(axes, RELATION_SENTENCES.items()):
-        for i, word in enumerate(words):
-            ax.text(i, 0, word, ha="center", va="top", fontsize=10)
-        top = 0.0
-        for query, key, kind in relations:
-            # an arch from the query word to the key word; leftward arcs a little higher, so a
-            # pair of words linked both ways shows two arcs
-            height = 0.3 * abs(query - key) + (0.15 if query > key else 0.0)
-            x = query + (key - query) * t
-            y = 0.1 + height * np.sin(np.pi * t)
-            ax.plot(x[:-3], y[:-3], color=colors[kind], lw=2.0)
-            ax.annotate("", xy=(x[-1], y[-1]), xytext=(x[-4], y[-4]),
-                        arrowprops={"arrowstyle": "-|>", "color": colors[kind], "lw": 2.0})
-            top = max(top, 0.1 + height)
-        ax.set_xlim(-0.7, len(words) - 0.3)
-        ax.set_ylim(-0.35, top + 0.1)
-        ax.set_title(f'"{title}"', fontsize=10)
-        ax.axis("off")
-    handles = [Line2D([0], [0], color=colors[k], lw=2.5) for k in RELATION_KINDS]
-    fig.legend(handles, RELATION_KINDS, loc="lower center", ncol=len(RELATION_KINDS), fontsize=8)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    return fig

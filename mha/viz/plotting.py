@@ -1,7 +1,7 @@
 """The book's one matplotlib style and the attention plots every chapter uses.
 
-Only this module (and ``mha.widgets``) imports matplotlib. Every function takes ``ax=None``
-and returns the figure, so a notebook can embed it or draw it into a larger layout.
+Only ``mha.viz`` imports matplotlib. Every function takes ``ax=None`` and returns the figure, so a
+notebook can embed it or draw it into a larger layout.
 """
 from __future__ import annotations
 

@@ -16,6 +16,10 @@ The averaging merges are concatenation with a constrained W_O: averaging then pr
 is concatenating then projecting with W_O = [W_up; W_up; ...; W_up] / H (every head's block the same),
 a matrix of rank at most Dh (:func:`equivalent_out_proj`). That is exactly what averaging loses.
 
+:func:`merge_experiment` trains chapter 1's model (:mod:`mha.chapters.task`) with each merge. The
+hand-built two-role example is :mod:`mha.chapters.role_heads`; the figures are in
+:mod:`mha.viz.merging`.
+
 Shape legend: B batch, T query length, S key length, D d_model, H heads, Dh head_dim = D / H.
 """
 from __future__ import annotations
@@ -27,9 +31,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_divisible, check_float_tensor, check_positive_int, check_rank
-from .attention import merge_heads, scaled_dot_product_attention, split_heads
-from .modules import MultiHeadAttention, _resolve_qkv, combine_masks
+from ..checks import check_divisible, check_float_tensor, check_positive_int, check_rank
+from ..attention import merge_heads, scaled_dot_product_attention, split_heads
+from ..modules import MultiHeadAttention, combine_masks, resolve_qkv
+from . import DATA_DIR
 
 #: The merge strategies, in the order the chapter discusses them.
 MERGES = ("concat", "average", "weighted", "gated")
@@ -197,7 +202,7 @@ class MergedMultiHeadAttention(nn.Module):
         Returns:
             heads (B, H, T, Dh), weights (B, H, T, S).
         """
-        query, key, value = _resolve_qkv(query, key, value, self.d_model)
+        query, key, value = resolve_qkv(query, key, value, self.d_model)
         (batch_size, seq_len, _), key_len = query.shape, key.shape[1]
         mask = combine_masks(mask, key_padding_mask, batch_size, self.num_heads, seq_len, key_len, query.dtype)
         q = split_heads(self.q_proj(query), self.num_heads)  # (B, H, T, Dh)
@@ -249,7 +254,7 @@ def equivalent_out_proj(module: MergedMultiHeadAttention) -> torch.Tensor:
         (D, D) tensor, detached.
     """
     if not isinstance(module, MergedMultiHeadAttention):
-        raise TypeError(f"module must be an mha.merging.MergedMultiHeadAttention, found {type(module).__name__}")
+        raise TypeError(f"module must be an mha.chapters.merging.MergedMultiHeadAttention, found {type(module).__name__}")
     layer = module.merge_layer
     if module.merge == "concat":
         return layer.out_proj.weight.detach().clone()
@@ -372,161 +377,11 @@ CONFIGS = {"BERT-base": (768, 12), "BERT-large": (1024, 16), "GPT-2 large": (128
 
 
 # --------------------------------------------------------------------------------------------
-# A hand-built example: two heads with two roles ("who chases" and "who is chased")
-# --------------------------------------------------------------------------------------------
-
-#: Words of the hand-built example; a token vector is [one-hot word (4) | one-hot position (3) | 0].
-ROLE_VOCAB = ("cat", "chases", "mouse", "dog")
-#: The sentences the chapter and its explorer use (three words: subject, verb, object).
-ROLE_SENTENCES = ("cat chases mouse", "mouse chases cat", "dog chases mouse")
-_ROLE_LEN = 3
-_ROLE_SHARPNESS = 30.0  # query scale: softmax weights within 1e-6 of one-hot
-
-
-def encode_sentence(sentence: str) -> torch.Tensor:
-    """Token vectors of a three-word sentence over :data:`ROLE_VOCAB`: word one-hot in features
-    0-3, position one-hot in features 4-6, feature 7 zero.
-
-    Shapes:
-        returns (1, 3, 8) float32.
-    """
-    words = sentence.split() if isinstance(sentence, str) else None
-    if words is None or len(words) != _ROLE_LEN or any(w not in ROLE_VOCAB for w in words):
-        raise ValueError(f"sentence must be {_ROLE_LEN} words from {ROLE_VOCAB}, found {sentence!r}")
-    x = torch.zeros(1, _ROLE_LEN, 8)
-    for t, word in enumerate(words):
-        x[0, t, ROLE_VOCAB.index(word)] = 1.0
-        x[0, t, 4 + t] = 1.0
-    return x  # (1, T, D)
-
-
-def role_heads_example(merge: str = "concat") -> MergedMultiHeadAttention:
-    """A d_model = 8, two-head module with hand-set weights (d_k = 4, no learning involved).
-
-    Head 1 makes each token look at the *previous* position, head 2 at the *next* one (queries and
-    keys read only the position features), and both heads' values are the word one-hot. For the
-    verb of "cat chases mouse", head 1 therefore returns "cat" (who chases) and head 2 "mouse"
-    (who is chased). The merge layer: concat W_O = identity (features 0-3: head 1's word, 4-7:
-    head 2's word); the others' W_up copies the mixed word one-hot into features 0-3. Weighted:
-    softmax weights (0.75, 0.25). Gated: the word "chases" pushes the gate towards head 1
-    (logits +1.5 / -1.5, weights 0.953 / 0.047); every other word gets (0.5, 0.5).
-    """
-    check_merge(merge)
-    m = MergedMultiHeadAttention(8, 2, merge)
-    with torch.no_grad():
-        for p in m.parameters():
-            p.zero_()
-        for j in range(_ROLE_LEN):  # keys: position one-hot, the same in both heads
-            m.k_proj.weight[j, 4 + j] = 1.0
-            m.k_proj.weight[4 + j, 4 + j] = 1.0
-        for j in range(1, _ROLE_LEN):  # queries: head 1 asks for position t - 1, head 2 for t + 1
-            m.q_proj.weight[j - 1, 4 + j] = _ROLE_SHARPNESS
-            m.q_proj.weight[4 + j, 4 + j - 1] = _ROLE_SHARPNESS
-        for j in range(len(ROLE_VOCAB)):  # values: the word, in both heads
-            m.v_proj.weight[j, j] = 1.0
-            m.v_proj.weight[4 + j, j] = 1.0
-        layer = m.merge_layer
-        if merge == "concat":
-            layer.out_proj.weight.copy_(torch.eye(8))
-        else:
-            layer.out_proj.weight[:4].copy_(torch.eye(4))
-        if merge == "weighted":
-            layer.head_logits.copy_(torch.tensor([3.0, 1.0]).log())
-        if merge == "gated":
-            layer.gate.weight[:, ROLE_VOCAB.index("chases")] = torch.tensor([1.5, -1.5])
-    return m
-
-
-def merge_example(merge: str, sentence: str) -> dict:
-    """Everything the explorer shows for one strategy and one sentence, as float64 CPU tensors.
-
-    Returns:
-        dict with ``words`` (3 strings), ``heads`` (H=2, T=3, Dh=4): each head's output,
-        ``weights`` (2, 3, 3): each head's attention, ``merged`` (T, D) for concat or (T, Dh) for
-        the others: the vector the final projection receives, ``coefficients`` (T, H) or None,
-        and ``output`` (T, D).
-    """
-    m = role_heads_example(merge)
-    x = encode_sentence(sentence)
-    with torch.no_grad():
-        heads, weights = m.head_outputs(x)  # (1, H, T, Dh), (1, H, T, T)
-        coefficients = m.merge_layer.coefficients(heads, x)  # (1, T, H) or None
-        merged = merge_heads(heads) if merge == "concat" else mix_heads(heads, coefficients)
-        output, _ = m(x)  # (1, T, D)
-
-    def cpu(t):
-        return None if t is None else t[0].to("cpu", torch.float64)
-
-    return {"words": sentence.split(), "heads": cpu(heads), "weights": cpu(weights), "merged": cpu(merged),
-            "coefficients": cpu(coefficients), "output": cpu(output)}
-
-
-# --------------------------------------------------------------------------------------------
-# Figures (matplotlib is imported here, on first use)
-# --------------------------------------------------------------------------------------------
-
-def _heatmap(ax, values, rows, cols, title, color):
-    import matplotlib
-    import numpy as np
-
-    cmap = matplotlib.colors.LinearSegmentedColormap.from_list("m", ["#ffffff", color])
-    ax.imshow(np.asarray(values), cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")
-    ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right")
-    ax.set_yticks(range(len(rows)), rows)
-    ax.set_title(title)
-    for (i, j), v in np.ndenumerate(np.asarray(values)):
-        if abs(v) >= 0.005:
-            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white" if v > 0.6 else "black")
-
-
-def plot_merge_example(merge: str, sentence: str):
-    """Explorer frame: each head's output (rows = tokens, columns = word features), then what the
-    final projection receives after the merge. Returns the figure."""
-    import matplotlib.pyplot as plt
-
-    from .plotting import head_color
-
-    ex = merge_example(merge, sentence)
-    words, heads = ex["words"], ex["heads"]
-    merged = ex["merged"]
-    wide = merge == "concat"
-    fig, axes = plt.subplots(1, 3, figsize=(11.0, 3.4), gridspec_kw={"width_ratios": [1, 1, 2 if wide else 1.2]})
-    roles = ("head 1: looks one word back", "head 2: looks one word ahead")
-    for h, ax in enumerate(axes[:2]):
-        _heatmap(ax, heads[h], words, ROLE_VOCAB, roles[h], head_color(h))
-    axes[0].set_ylabel("token (query)")
-    if wide:
-        cols = [f"h1:{w}" for w in ROLE_VOCAB] + [f"h2:{w}" for w in ROLE_VOCAB]
-        title = "concat: heads side by side"
-    else:
-        coeff = ex["coefficients"]
-        cols = list(ROLE_VOCAB)
-        words = [f"{w} (w {c[0]:.2f}/{c[1]:.2f})" for w, c in zip(words, coeff.tolist())]  # head weights
-        title = f"{merge}: heads summed"
-    _heatmap(axes[2], merged, words, cols, title, "#555555")
-    for ax in axes:
-        ax.set_xlabel("feature (word)")
-    fig.suptitle(f"'{sentence}', merge = {merge}")
-    # Fixed margins instead of tight_layout(): the explorer redraws this figure on every change.
-    fig.subplots_adjust(left=0.08, right=0.99, bottom=0.3, top=0.8, wspace=0.55 if wide else 0.7)
-    return fig
-
-
-def merge_example_alt(merge: str, sentence: str) -> str:
-    """Alt text for an explorer frame."""
-    ex = merge_example(merge, sentence)
-    verb = ex["merged"][1]
-    cols = ROLE_VOCAB if merge != "concat" else [f"head {h + 1} {w}" for h in range(2) for w in ROLE_VOCAB]
-    parts = ", ".join(f"{c} {v:.2f}" for c, v in zip(cols, verb.tolist()) if abs(v) >= 0.005)
-    return f"Heads' outputs for '{sentence}' and the {merge} merge; at the verb the merged vector is {parts}."
-
-
-# --------------------------------------------------------------------------------------------
 # The experiment: chapter 1's task, the same model with each merge
 # --------------------------------------------------------------------------------------------
 
 #: Where ``scripts/make_merge_results.py`` stores the multi-seed results the chapter reads.
-RESULTS_PATH = Path(__file__).with_name("data") / "merge_results.json"
+RESULTS_PATH = DATA_DIR / "merge_results.json"
 #: The sweep behind the cached results: tasks (number of relations), seeds, and the heads.
 SWEEP = {"num_relations": (4, 2), "seeds": (0, 1, 2, 3, 4), "num_heads": 4, "readout": "linear"}
 
@@ -535,7 +390,7 @@ def merge_experiment(strategy: str, *, seed: int = 0, num_relations: int = 4, nu
                      readout: str = "linear", steps: int | None = None, show_progress: bool = False) -> dict:
     """Train chapter 1's one-layer model with ``MergedMultiHeadAttention(merge=strategy)``; test it.
 
-    The task is chapter 1's (:func:`mha.experiments.make_task`): at each position ``t >= k`` name the
+    The task is chapter 1's (:func:`mha.chapters.task.make_task`): at each position ``t >= k`` name the
     tokens at ``t - 1, ..., t - k`` at once (``k = num_relations``; vocabulary 16, 12 tokens).
     ``num_relations=4`` needs four relations per token; ``num_relations=2`` is the easier task where
     averaging is not doomed in advance. Everything but the merge is the same: d_model 32,
@@ -546,7 +401,7 @@ def merge_experiment(strategy: str, *, seed: int = 0, num_relations: int = 4, nu
         ``train_accuracy``, ``params`` (whole model), ``attention_params``, ``merge_params``,
         ``strategy``, ``seed``, ``num_relations``, ``num_heads``. Plain numbers: JSON-ready.
     """
-    from . import experiments  # chapter 1's harness (imported here: it imports nothing from us)
+    from . import task as experiments  # chapter 1's task, model and training loop
 
     check_merge(strategy)
     steps = experiments.STEPS if steps is None else steps
@@ -598,33 +453,3 @@ def summarize_merge_results(runs: list[dict]) -> list[dict]:
                          "mean": sum(acc) / len(acc), "min": min(acc), "max": max(acc),
                          "params": group[0]["params"], "merge_params": group[0]["merge_params"]})
     return rows
-
-
-def plot_merge_results(runs: list[dict], *, ax=None):
-    """Held-out accuracy against the model's parameters, one marker per run, one panel per task
-    (colour = strategy). Returns the figure."""
-    import matplotlib.pyplot as plt
-
-    from .plotting import head_color
-
-    tasks = sorted({r["num_relations"] for r in runs}, reverse=True)
-    if ax is None:
-        fig, axes = plt.subplots(1, len(tasks), figsize=(4.5 * len(tasks), 3.6), sharey=True, squeeze=False)
-        axes = axes[0]
-    else:
-        axes = [ax]
-    markers = {"concat": "o", "average": "s", "weighted": "^", "gated": "D"}
-    for ax_, k in zip(axes, tasks):
-        for i, strategy in enumerate(MERGES):
-            group = [r for r in runs if r["num_relations"] == k and r["strategy"] == strategy]
-            xs = [r["params"] for r in group]
-            ys = [r["accuracy"] for r in group]
-            ax_.scatter(xs, ys, color=head_color(i), marker=markers[strategy], label=strategy, alpha=0.8)
-        ax_.set_title(f"{k} relations per token")
-        ax_.set_xlabel("parameters (whole model)")
-        ax_.set_ylim(-0.05, 1.05)
-    axes[0].set_ylabel("held-out accuracy (all answers right)")
-    axes[-1].legend(loc="lower right", title="merge")
-    fig = axes[0].figure
-    fig.tight_layout()
-    return fig

@@ -4,7 +4,8 @@ Dividing the scores by a temperature ``tau`` before the softmax is what the atte
 ``1/sqrt(d_k)`` does with ``tau = sqrt(d_k)``: a small ``tau`` sharpens the distribution
 towards the largest score (one-hot in the limit), a large ``tau`` flattens it towards uniform.
 
-Import it explicitly: ``from mha import softmax_demo``.
+Import it explicitly: ``from mha.chapters import softmax_demo``; its figure is in
+:mod:`mha.viz.softmax_demo`.
 """
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import math
 
 import torch
 
-from ._checks import check_float_tensor
-from .attention import masked_softmax
+from ..checks import check_float_tensor
+from ..attention import entropy_bits, masked_softmax
 
 #: Five tokens and the attention scores one query gives them (a fixed, readable example).
 TOKENS = ["the", "cat", "chased", "the", "mouse"]
@@ -40,48 +41,6 @@ def softmax_with_temperature(scores, temperature: float = 1.0) -> torch.Tensor:
         scores = torch.tensor(scores, dtype=torch.float64)
     check_float_tensor("scores", scores, min_rank=1)
     return masked_softmax(scores / _check_temperature(temperature))
-
-
-def entropy_bits(probs: torch.Tensor) -> torch.Tensor:
-    """Shannon entropy in bits over the last axis: 0 for one-hot, log2(S) for uniform.
-
-    Shapes:
-        probs (..., S) -> returns (...).
-    """
-    check_float_tensor("probs", probs, min_rank=1)
-    logs = torch.where(probs > 0, torch.log2(probs.clamp_min(torch.finfo(probs.dtype).tiny)), 0.0)
-    return -(probs * logs).sum(dim=-1)
-
-
-def plot_temperature(temperature: float = 1.0, *, scores=SCORES, tokens=TOKENS, ax=None):
-    """Bar chart of softmax(scores / temperature), one bar per token, entropy in the title.
-
-    Returns:
-        matplotlib.figure.Figure
-    """
-    import matplotlib.pyplot as plt
-
-    from .plotting import HEAD_COLORS, use_style
-
-    probs = softmax_with_temperature(scores, temperature)
-    if len(tokens) != probs.shape[-1]:
-        raise ValueError(f"tokens must name each of the {probs.shape[-1]} scores, found {len(tokens)}")
-    use_style()
-    if ax is None:
-        _, ax = plt.subplots(figsize=(5.5, 3.2))
-    fig = ax.figure
-    values = probs.tolist()
-    positions = range(len(tokens))
-    ax.bar(positions, values, color=HEAD_COLORS[0])
-    for i, p in enumerate(values):
-        ax.text(i, p + 0.02, f"{p:.2f}", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(list(positions), [f"{t}\n(score {s:g})" for t, s in zip(tokens, scores)], fontsize=8)
-    ax.set_ylim(0.0, 1.1)
-    ax.set_xlabel("key token")
-    ax.set_ylabel("attention weight")
-    ax.set_title(f"softmax(scores / {temperature:g}): entropy {entropy_bits(probs).item():.2f} bits")
-    fig.tight_layout()
-    return fig
 
 
 def describe_temperature(temperature: float = 1.0) -> str:

@@ -2,7 +2,7 @@
 
 One call defines an explorer: its controls and a ``render`` function that draws a figure.
 
-    >>> from mha.widgets import explorer                                 # doctest: +SKIP
+    >>> from mha.viz.widgets import explorer                                 # doctest: +SKIP
     >>> explorer(render, {"num_heads": [1, 2, 4, 8], "mask": ["none", "causal"]},
     ...          title="Heads and masks")                                # doctest: +SKIP
 
@@ -22,20 +22,29 @@ result, too many frames or a page too heavy raises in the notebook cell itself. 
 must start with ``# NBVAL_IGNORE_OUTPUT``: the values behind each frame are checked by the
 unit tests of the render function's data, not by comparing images.
 
-Only this module imports ipywidgets; matplotlib and Pillow are imported inside functions.
+Only this module of the package imports ipywidgets; ipywidgets, matplotlib and Pillow are
+imported inside functions, so ``import mha.viz.widgets`` stays light.
 """
 from __future__ import annotations
 
 import base64
 import html
 import io
-import itertools
 import json
 import math
-import numbers
 import re
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+
+from .controls import (
+    check_controls, default_alt, format_value, frame_count, grid, grid_description, is_number,
+)
+
+__all__ = [  # the controls' helpers stay importable from here, where explorers are made
+    "Explorer", "FRAME_COLORS", "FRAME_DPI", "FRAME_FORMAT", "MAX_BYTES", "MAX_FRAMES", "MIN_FRAME_DPI",
+    "check_controls", "default_alt", "explorer", "figure_png", "format_value", "frame_count", "frame_format", "grid",
+    "grid_description",
+]
 
 #: At most this many combinations of control values per explorer (each one is a stored frame).
 MAX_FRAMES = 64
@@ -52,98 +61,6 @@ FRAME_COLORS = 128
 FRAME_FORMAT = "webp"
 
 _id_counts: dict[str, int] = {}
-
-
-# --------------------------------------------------------------------------------------------
-# Controls and the grid of values
-# --------------------------------------------------------------------------------------------
-
-def _is_number(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def format_value(value) -> str:
-    """How a control value is shown to the reader: ``4``, ``0.5``, ``1e-05``, ``causal``."""
-    if _is_number(value):
-        if isinstance(value, numbers.Integral):
-            return str(int(value))
-        return f"{float(value):g}"
-    return str(value)
-
-
-def check_controls(controls, *, title: str = "explorer") -> dict[str, list]:
-    """Validate ``controls`` (name -> list of allowed values) and return a plain dict of lists.
-
-    Each list is non-empty, holds only numbers (shown as a slider) or only strings (shown as a
-    dropdown), has no repeated value and no NaN/infinity. Names must be Python identifiers,
-    because the values are passed to ``render(**values)``.
-    """
-    if not isinstance(controls, Mapping):
-        raise TypeError(f"explorer {title!r}: controls must be a dict name -> list of values, "
-                        f"found {type(controls).__name__}")
-    if not controls:
-        raise ValueError(f"explorer {title!r}: controls is empty; give at least one control, "
-                         "e.g. {'num_heads': [1, 2, 4]}")
-    checked = {}
-    for name, values in controls.items():
-        if not isinstance(name, str) or not name.isidentifier():
-            raise ValueError(f"explorer {title!r}: control name {name!r} must be a Python identifier "
-                             "(it is passed to render as a keyword argument)")
-        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-            raise TypeError(f"explorer {title!r}: control {name!r} must be a list of values, "
-                            f"found {type(values).__name__}")
-        values = list(values)
-        if not values:
-            raise ValueError(f"explorer {title!r}: control {name!r} has no values")
-        if all(_is_number(v) for v in values):
-            bad = [v for v in values if not math.isfinite(float(v))]
-            if bad:
-                raise ValueError(f"explorer {title!r}: control {name!r} has non-finite values {bad}")
-        elif not all(isinstance(v, str) for v in values):
-            kinds = sorted({type(v).__name__ for v in values})
-            raise TypeError(f"explorer {title!r}: control {name!r} must hold only numbers (a slider) "
-                            f"or only strings (a dropdown), found {', '.join(kinds)}")
-        labels = [format_value(v) for v in values]
-        repeated = sorted({label for label in labels if labels.count(label) > 1})
-        if repeated:
-            raise ValueError(f"explorer {title!r}: control {name!r} repeats the value(s) {repeated}")
-        checked[name] = values
-    return checked
-
-
-def frame_count(controls) -> int:
-    """Number of combinations of control values, i.e. frames precomputed for the book."""
-    return math.prod(len(values) for values in check_controls(controls).values())
-
-
-def grid(controls) -> list[dict]:
-    """Every combination of control values, in frame order (the last control varies fastest).
-
-    >>> grid({"h": [1, 2], "mask": ["none", "causal"]})
-    [{'h': 1, 'mask': 'none'}, {'h': 1, 'mask': 'causal'}, {'h': 2, 'mask': 'none'}, {'h': 2, 'mask': 'causal'}]
-    """
-    controls = check_controls(controls)
-    names = list(controls)
-    return [dict(zip(names, combo)) for combo in itertools.product(*controls.values())]
-
-
-def grid_description(controls) -> str:
-    """The sentence the caption uses to state the grid, e.g. ``Precomputed for 12 values ...``."""
-    controls = check_controls(controls)
-    count = math.prod(len(v) for v in controls.values())
-    parts = [f"{name} \N{ELEMENT OF} {{{', '.join(format_value(v) for v in values)}}}"
-             for name, values in controls.items()]
-    noun = "value" if count == 1 else "values"
-    if len(controls) > 1:
-        sizes = " \N{MULTIPLICATION SIGN} ".join(str(len(v)) for v in controls.values())
-        return f"Precomputed for {count} combinations of values ({sizes}): {'; '.join(parts)}."
-    return f"Precomputed for {count} {noun}: {parts[0]}."
-
-
-def default_alt(title: str, values: Mapping) -> str:
-    """Alt text used when ``explorer`` gets no ``alt``: the title followed by the values."""
-    settings = ", ".join(f"{name} = {format_value(v)}" for name, v in values.items())
-    return f"{title} ({settings})"
 
 
 # --------------------------------------------------------------------------------------------
@@ -379,7 +296,7 @@ class Explorer:
         cid = f"{self.element_id}-c{i}"
         label = f'<label for="{cid}" style="min-width:8em;font-weight:600">{html.escape(name)}</label>'
         first = html.escape(format_value(values[0]))
-        if _is_number(values[0]):
+        if is_number(values[0]):
             field = (f'<input type="range" id="{cid}" data-mha-control="{i}" min="0" max="{len(values) - 1}" '
                      f'step="1" value="0" aria-valuetext="{first}" style="width:14em">')
         else:
@@ -435,7 +352,7 @@ class Explorer:
         self.inputs = {}
         for name, values in self.controls.items():
             options = [(format_value(v), v) for v in values]
-            if _is_number(values[0]):
+            if is_number(values[0]):
                 control = widgets.SelectionSlider(options=options, value=values[0], description=name,
                                                   continuous_update=False,
                                                   style={"description_width": "initial"})
@@ -535,8 +452,8 @@ def explorer(render: Callable, controls: Mapping[str, Sequence], *, title: str, 
     Example::
 
         # NBVAL_IGNORE_OUTPUT
-        from mha.widgets import explorer
-        explorer(mha.experiments.render_heads, {"num_heads": [1, 2, 4, 8]},
+        from mha.viz.widgets import explorer
+        explorer(mha.viz.head_count.render_head_maps, {"num_heads": [1, 2, 4, 8]},
                  title="Attention per head", caption="Each head attends differently.")
     """
     return Explorer(render, controls, title=title, caption=caption, alt=alt, live=live)

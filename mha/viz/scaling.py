@@ -1,0 +1,127 @@
+"""Chapter 2's figures: the sqrt(d_k) sweep and its explorer, how split_heads cuts d_model, trained heads.
+
+The numbers come from :mod:`mha.chapters.scaling`.
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.patches import Rectangle
+
+from ..chapters.scaling import NUM_KEYS, head_blocks, sample_scores, score_stats
+from .plotting import head_color, plot_attention
+
+
+def plot_scaling_sweep(sweep: dict):
+    """Four panels over d_k: score variance, largest weight, softmax Jacobian, gradient to q.
+
+    Returns:
+        matplotlib.figure.Figure
+    """
+    panels = [
+        ("variance", "variance of the scores", "log"),
+        ("max_weight", "mean largest softmax weight", "linear"),
+        ("jacobian_norm", "median ‖∂softmax/∂scores‖", "log"),
+        ("grad_q_norm", "median ‖∂softmax/∂q‖", "log"),
+    ]
+    fig, axes = plt.subplots(2, 2, figsize=(9.0, 6.5))
+    scales = [name for name in sweep if name != "d_k"]
+    for ax, (key, label, yscale) in zip(axes.flat, panels):
+        for i, scale in enumerate(scales):
+            ax.plot(sweep["d_k"], sweep[scale][key], marker="o", color=head_color(i), label=f"scale {scale}")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale(yscale)
+        ax.set_xlabel("d_k (head width)")
+        ax.set_ylabel(label)
+        ax.set_title(label)
+    axes[0, 1].axhline(1.0 / NUM_KEYS, color="gray", lw=0.8, ls="--", label="uniform (1/16)")
+    axes[0, 1].set_ylim(0, 1)
+    axes[0, 0].legend()
+    axes[0, 1].legend()
+    fig.suptitle(f"Random unit-variance q and k, softmax over {NUM_KEYS} keys")
+    fig.tight_layout()
+    return fig
+
+
+def render_scaling(d_k: int = 64, scale: str = "1/√d_k"):
+    """Explorer frame: the scaled scores of many queries, and the weights of one query.
+
+    Returns:
+        matplotlib.figure.Figure
+    """
+    scores, keys, factor = sample_scores(d_k, scale)  # (N, S)
+    stats = score_stats(scores, keys, factor)
+    weights = torch.softmax(scores[0], dim=-1).numpy()  # (S,)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.0, 3.8))
+    # one fixed axis for every frame, so the spread itself is what changes; scores beyond it
+    # are piled into the outermost bins
+    limit = 30.0
+    ax1.hist(scores.flatten().clamp(-limit, limit).numpy(), bins=60, range=(-limit, limit), color=head_color(0))
+    ax1.set_xlim(-limit, limit)
+    ax1.set_xlabel(f"score  scale · q·k  (clipped to ±{limit:.0f})")
+    ax1.set_ylabel("count")
+    ax1.set_title(f"all scores: variance {stats['variance']:.3g}")
+    ax2.bar(range(1, len(weights) + 1), weights, color=head_color(1))
+    ax2.set_ylim(0, 1)
+    ax2.set_xticks(range(1, len(weights) + 1, 3))
+    ax2.set_xlabel("key")
+    ax2.set_ylabel("softmax weight")
+    ax2.set_title(f"one query: largest weight {weights.max():.2f}")
+    fig.suptitle(f"d_k = {d_k}, scale {scale}\n{100 * stats['saturated']:.0f}% of queries saturated "
+                 f"(largest weight > 0.99); median ‖∂softmax/∂scores‖ = {stats['jacobian_norm']:.1e}")
+    fig.tight_layout()
+    return fig
+
+
+def render_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4):
+    """Picture of ``split_heads``: a (T, d_model) projection cut into h blocks of (T, d_k).
+
+    Returns:
+        matplotlib.figure.Figure
+    """
+    blocks = head_blocks(d_model, num_heads)
+    head_dim = d_model // num_heads
+    gap = 0.6
+    right_x = d_model + 4.0
+    # the same canvas for every h (the widest case is h = d_model), so explorer frames line up
+    width = right_x + d_model + gap * (d_model - 1) + 0.5
+    fig, ax = plt.subplots(figsize=(0.3 * (width + 3.0), 0.3 * (seq_len + 2.3) + 0.7))
+    for i, cols in enumerate(blocks):
+        for c in cols:
+            for t in range(seq_len):  # left: the full projection, one column per feature
+                ax.add_patch(Rectangle((c, seq_len - 1 - t), 1, 1, facecolor=head_color(i),
+                                       alpha=0.75, edgecolor="white"))
+                x = right_x + c + i * gap  # right: the same columns, regrouped by head
+                ax.add_patch(Rectangle((x, seq_len - 1 - t), 1, 1, facecolor=head_color(i),
+                                       alpha=0.75, edgecolor="white"))
+        left = right_x + cols.start + i * gap
+        label = f"head {i + 1}" if num_heads <= 6 else str(i + 1)
+        ax.text(left + head_dim / 2, seq_len + 0.3, label, ha="center", va="bottom", fontsize=8)
+    for t in range(seq_len):
+        ax.text(-0.3, seq_len - 0.5 - t, f"token {t + 1}", ha="right", va="center", fontsize=8)
+    ax.text(d_model / 2, -0.4, f"(T, d_model) = ({seq_len}, {d_model})", ha="center", va="top")
+    right_end = right_x + d_model + gap * (num_heads - 1)
+    ax.text((right_x + right_end) / 2, -0.4,
+            f"(h, T, d_k) = ({num_heads}, {seq_len}, {head_dim})", ha="center", va="top")
+    ax.annotate("", xy=(right_x - 0.6, seq_len / 2), xytext=(d_model + 0.6, seq_len / 2),
+                arrowprops={"arrowstyle": "->", "lw": 1.5})
+    ax.text(d_model + 2.0, seq_len / 2 + 0.3, "split_heads", ha="center", va="bottom", fontsize=8)
+    ax.set_xlim(-3.0, width)
+    ax.set_ylim(-1.3, seq_len + 1.0)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    ax.set_title(f"h = {num_heads} heads: d_k = d_model / h = {d_model} / {num_heads} = {head_dim}")
+    return fig
+
+
+def render_head_map(maps, labels, *, head: int = 1, example: int = 1):
+    """Explorer frame: one head's attention map on one input (both counted from 1).
+
+    Shapes:
+        maps (E, H, T, T) weights of E inputs; labels: E lists of T token labels.
+    Returns:
+        matplotlib.figure.Figure
+    """
+    w = maps[example - 1, head - 1]  # (T, T)
+    return plot_attention(w, labels[example - 1], title=f"input {example}, head {head}",
+                          color=head_color(head - 1), annotate=False)

@@ -1,0 +1,188 @@
+"""Chapter 3's presentation: every matrix of the worked example as text and as LaTeX, and its explorer.
+
+The numbers come from :mod:`mha.chapters.worked`. Text and LaTeX are made from the same numbers
+(:func:`format_matrix` and :func:`to_latex`), so what the book typesets is what nbval checks.
+"""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import torch
+
+from ..chapters.worked import DTYPE, FEATURES, OUTPUT_FEATURES, WorkedExample, explorer_example, token_labels
+from .plotting import head_color, plot_attention, use_style
+
+
+def _is_integer_matrix(m: torch.Tensor) -> bool:
+    return bool(torch.all(m == torch.round(m)))
+
+
+def format_number(value: float, integers: bool) -> str:
+    """Integers exactly (``4``, ``-1``); everything else with 3 decimals (``0.649``)."""
+    value = float(value)
+    if integers:
+        return str(int(round(value)))
+    text = f"{value:.3f}"
+    return "0.000" if text == "-0.000" else text
+
+
+def _cells(m: torch.Tensor, row_sums: bool):
+    m = torch.as_tensor(m).detach().to("cpu", DTYPE)
+    if m.dim() != 2:
+        raise ValueError(f"matrix must have 2 dimensions, found shape {tuple(m.shape)}")
+    integers = _is_integer_matrix(m)
+    rows = [[format_number(value, integers) for value in row] for row in m.tolist()]
+    if row_sums:
+        for row, total in zip(rows, m.sum(dim=1).tolist()):
+            row.append(format_number(total, False))
+    return rows
+
+
+def format_matrix(m, name: str, row_labels=None, col_labels=None, *, row_sums: bool = False) -> str:
+    """A labelled matrix as plain text: a title line, a header of column labels, one row per line.
+
+    Integer matrices print exactly, others with 3 decimals; ``row_sums`` adds a ``sum`` column.
+    """
+    rows = _cells(m, row_sums)
+    n_rows, n_cols = len(rows), len(rows[0]) - int(row_sums)
+    row_labels = [f"{i + 1}" for i in range(n_rows)] if row_labels is None else [str(r) for r in row_labels]
+    col_labels = [f"{j + 1}" for j in range(n_cols)] if col_labels is None else [str(c) for c in col_labels]
+    if len(row_labels) != n_rows or len(col_labels) != n_cols:
+        raise ValueError(f"labels must match the matrix shape ({n_rows}, {n_cols}), "
+                         f"found {len(row_labels)} row and {len(col_labels)} column labels")
+    if row_sums:
+        col_labels = col_labels + ["sum"]
+    width = max(len(c) for row in rows + [col_labels] for c in row)
+    label_width = max(len(r) for r in row_labels)
+    lines = [f"{name}  ({n_rows} x {n_cols})", " " * label_width + "  " + " ".join(c.rjust(width) for c in col_labels)]
+    for label, row in zip(row_labels, rows):
+        lines.append(label.ljust(label_width) + "  " + " ".join(c.rjust(width) for c in row))
+    return "\n".join(lines)
+
+
+def to_latex(m, name: str, *, row_sums: bool = False) -> str:
+    """``name = \\begin{bmatrix} … \\end{bmatrix}`` with the numbers of :func:`format_matrix`.
+
+    With ``row_sums`` the sums follow as a column vector (``\\quad \\text{row sums: } …``).
+    """
+    rows = _cells(m, row_sums)
+    sums = [row.pop() for row in rows] if row_sums else None
+    body = r" \\ ".join(" & ".join(row) for row in rows)
+    latex = rf"{name} = \begin{{bmatrix}} {body} \end{{bmatrix}}"
+    if sum(len(c) for c in rows[0]) > 30:  # e.g. 8 columns of 3 decimals: smaller type fits the page
+        latex = r"\small " + latex
+    if sums is not None:
+        latex += r" \qquad \text{row sums: } \begin{bmatrix} " + r" \\ ".join(sums) + r" \end{bmatrix}"
+    return latex
+
+
+class Matrix:
+    """A labelled matrix that displays as typeset LaTeX in the book and as text in plain output.
+
+    Both representations come from the same numbers (:func:`to_latex` and :func:`format_matrix`).
+    """
+    def __init__(self, m, name: str, latex_name: str, row_labels=None, col_labels=None, *, row_sums=False):
+        self.text = format_matrix(m, name, row_labels, col_labels, row_sums=row_sums)
+        self.latex = to_latex(m, latex_name, row_sums=row_sums)
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_latex_(self) -> str:
+        return f"$$ {self.latex} $$"
+
+
+def matrices(example: WorkedExample, step: str) -> list[Matrix]:
+    """The labelled matrices of one step of the example, in page order.
+
+    ``step`` is one of ``x``, ``weights_in`` (W_Q, W_K, W_V per head), ``w_o``, ``qkv``,
+    ``scores``, ``scaled_scores``, ``weights``, ``head_outputs``, ``concat``, ``output``.
+    """
+    ex = example
+    rows = token_labels(ex.tokens)
+    dk = [f"d{j + 1}" for j in range(ex.head_dim)]
+    heads = range(ex.num_heads)
+    if step == "x":
+        return [Matrix(ex.x, "X", "X", rows, FEATURES)]
+    if step == "weights_in":
+        return [Matrix(getattr(ex, f"w_{n}")[h], f"W_{n.upper()} head {h + 1}", rf"W_{h + 1}^{n.upper()}",
+                       FEATURES, dk) for h in heads for n in "qkv"]
+    if step == "w_o":
+        cols = [f"h{h + 1}.{c}" for h in heads for c in dk]
+        return [Matrix(ex.w_o, "W_O", "W^O", cols, OUTPUT_FEATURES)]
+    if step == "qkv":
+        return [Matrix(getattr(ex, n)[h], f"{n.upper()} head {h + 1}", rf"{n.upper()}_{h + 1}", rows, dk)
+                for h in heads for n in "qkv"]
+    if step in ("scores", "scaled_scores", "weights"):
+        tau = ex.temperature != 1.0
+        title = {"scores": "scores = Q K^T",
+                 "scaled_scores": "scaled scores = Q K^T / sqrt(d_k)" + (" / temperature" if tau else ""),
+                 "weights": "weights = softmax(scaled scores)"}[step]
+        denominator = r"\sqrt{d_k}\,\tau" if tau else r"\sqrt{d_k}"
+        latex = {"scores": lambda h: rf"Q_{h} K_{h}^\top",
+                 "scaled_scores": lambda h: rf"\frac{{Q_{h} K_{h}^\top}}{{{denominator}}}",
+                 "weights": lambda h: rf"A_{h}"}[step]
+        return [Matrix(getattr(ex, step)[h], f"{title}, head {h + 1}", latex(h + 1), rows, ex.tokens,
+                       row_sums=step == "weights") for h in heads]
+    if step == "head_outputs":
+        return [Matrix(ex.head_outputs[h], f"head {h + 1} output = weights @ V", rf"\mathrm{{head}}_{h + 1}",
+                       rows, dk) for h in heads]
+    if step == "concat":
+        cols = [f"h{h + 1}.{c}" for h in heads for c in dk]
+        return [Matrix(ex.concat, "concat = [head 1, head 2]", r"[\mathrm{head}_1, \mathrm{head}_2]", rows, cols)]
+    if step == "output":
+        return [Matrix(ex.output, "output = concat @ W_O", r"\mathrm{MultiHead}(X)", rows, OUTPUT_FEATURES)]
+    raise ValueError(f"step must be one of x, weights_in, w_o, qkv, scores, scaled_scores, weights, "
+                     f"head_outputs, concat, output; found {step!r}")
+
+
+def show(example: WorkedExample, step: str) -> None:
+    """Print one step's matrices as text, then display the same numbers typeset (in a notebook)."""
+    from IPython.display import display
+
+    items = matrices(example, step)
+    print("\n\n".join(m.text for m in items))
+    for m in items:
+        display(m)
+
+
+def _row_text(values) -> str:
+    return " ".join(f"{float(v):6.3f}" for v in values)
+
+
+def explorer_summary(example: WorkedExample, token: int = 5) -> str:
+    """Text panel of the explorer: one token's row at every step (plain text, monospace)."""
+    ex, t = example, token - 1
+    lines = [f"token {token} ({ex.tokens[t]}), temperature {ex.temperature:g}",
+             f"x     {' '.join(format_number(v, False) for v in ex.x[t, :3])}  (det noun verb)"]
+    for h in range(ex.num_heads):
+        lines += [f"head {h + 1}",
+                  f" q    {_row_text(ex.q[h, t])}",
+                  f" k    {_row_text(ex.k[h, t])}",
+                  f" s/√dτ {_row_text(ex.scaled_scores[h, t])}",
+                  f" A    {_row_text(ex.weights[h, t])}",
+                  f" out  {_row_text(ex.head_outputs[h, t])}"]
+    lines += ["output (first 4, last 4)", f" {_row_text(ex.output[t, :4])}", f" {_row_text(ex.output[t, 4:])}"]
+    return "\n".join(lines)
+
+
+def render_explorer(noun: float = 1.0, verb: float = 0.0, temperature: float = 1.0):
+    """Both heads' weights side by side and the edited token's row at every step.
+
+    Returns:
+        matplotlib.figure.Figure
+    """
+    use_style()
+    ex = explorer_example(noun, verb, temperature)
+    fig, axes = plt.subplots(1, 3, figsize=(10.5, 3.6), gridspec_kw={"width_ratios": [1, 1, 1.1]})
+    labels = token_labels(ex.tokens)
+    titles = ["head 1 (previous token)", "head 2 (same type)"]
+    for h in range(ex.num_heads):
+        plot_attention(ex.weights[h], labels, ex.tokens, ax=axes[h], title=titles[h], color=head_color(h))
+    axes[1].set_ylabel("")
+    axes[2].axis("off")
+    axes[2].text(0.02, 1.0, explorer_summary(ex), family="monospace", fontsize=8, va="top", ha="left",
+                 transform=axes[2].transAxes)
+    fig.suptitle(f"dog = (det 0, noun {noun:g}, verb {verb:g}), temperature {temperature:g}")
+    # Fixed margins rather than tight_layout: every frame has the same layout, and it is faster.
+    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.2, top=0.84, wspace=0.3)
+    return fig

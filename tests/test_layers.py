@@ -1,0 +1,190 @@
+"""The package's layers, read from its source with ``ast`` (``make lint`` checks them with import-linter).
+
+* no module imports a private name (``_x``) from another module of ``mha``, or reads one through
+  a module it imported (``modules._helper``);
+* no import cycle between mha's modules, counting the imports inside functions;
+* no module is longer than 500 lines;
+* the core imports nothing from ``mha.chapters`` or ``mha.viz``, ``mha.chapters`` nothing from
+  ``mha.viz``, and only ``mha.viz`` imports matplotlib or ipywidgets.
+
+The checks are plain functions of ``{module name: source}``, so the last tests feed them small
+made-up packages and show that each one fails when it should.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "mha"
+MAX_LINES = 500
+#: Layer rank: a module may import from its own layer and the ones below, never above.
+LAYERS = {"core": 0, "chapters": 1, "viz": 2}
+DRAWING = {"matplotlib", "ipywidgets"}
+
+
+def package_sources(root: Path = ROOT) -> dict[str, str]:
+    """``{"mha.chapters.task": source, ...}`` for every module of the package (``mha`` for __init__)."""
+    sources = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = (root.name, *path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        sources[".".join(parts)] = path.read_text()
+    return sources
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def is_package(module: str, sources: dict) -> bool:
+    return any(other.startswith(module + ".") for other in sources)
+
+
+def imports_of(module: str, source: str, sources: dict) -> list[tuple[str, str | None, int, str]]:
+    """Every import in ``source`` (at any depth): ``(imported module, imported name or None, line,
+    the name it is bound to)``.
+
+    ``from . import x`` yields the submodule ``pkg.x`` when there is one, else ``(pkg, "x", ...)``.
+    """
+    package = module if is_package(module, sources) else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(a.name, None, node.lineno, a.asname or a.name.split(".")[0]) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            for a in node.names:
+                sub, bound = f"{target}.{a.name}", a.asname or a.name
+                found.append((sub, None, node.lineno, bound) if sub in sources else (target, a.name, node.lineno, bound))
+    return found
+
+
+def private_imports(sources: dict) -> list[str]:
+    """``"importer:line imports _name from module"`` for every private name taken from another module,
+    and ``"importer:line reads alias._name"`` for a private name read through an imported module."""
+    problems = []
+    for module, source in sources.items():
+        imports = imports_of(module, source, sources)
+        for target, name, line, _ in imports:
+            if target in sources and target != module:
+                if name is not None and is_private(name):
+                    problems.append(f"{module}:{line} imports {name} from {target}")
+                elif name is None and is_private(target.rpartition(".")[2]):
+                    problems.append(f"{module}:{line} imports the private module {target}")
+        aliases = {bound for target, name, _, bound in imports if name is None and target in sources}
+        for node in ast.walk(ast.parse(source)):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                    and is_private(node.attr)):
+                problems.append(f"{module}:{node.lineno} reads {node.value.id}.{node.attr}")
+    return problems
+
+
+def import_graph(sources: dict) -> dict[str, set[str]]:
+    """Module -> the mha modules it imports (function-level imports included)."""
+    return {module: {target for target, _, _, _ in imports_of(module, source, sources)
+                     if target in sources and target != module}
+            for module, source in sources.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle ``[a, b, ..., a]``, or None."""
+    state, stack = {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state:
+                cycle = visit(nxt)
+                if cycle:
+                    return cycle
+        state[node] = "done"
+        stack.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "core"
+
+
+def upward_imports(sources: dict) -> list[str]:
+    """Imports of a higher layer, and imports of matplotlib/ipywidgets outside mha.viz."""
+    problems = []
+    for module, source in sources.items():
+        for target, _, line, _ in imports_of(module, source, sources):
+            if target in sources and LAYERS[layer(target)] > LAYERS[layer(module)]:
+                problems.append(f"{module}:{line} ({layer(module)}) imports {target} ({layer(target)})")
+            if target.split(".")[0] in DRAWING and layer(module) != "viz":
+                problems.append(f"{module}:{line} imports {target}")
+    return problems
+
+
+# ---- the package -----------------------------------------------------------------------------
+
+SOURCES = package_sources()
+
+
+def test_the_package_has_three_layers():
+    assert {layer(m) for m in SOURCES} == set(LAYERS)
+    assert {"mha.modules", "mha.bert", "mha.fused", "mha.chapters.task", "mha.viz.widgets"} <= set(SOURCES)
+
+
+def test_no_module_imports_a_private_name_from_another():
+    assert private_imports(SOURCES) == []
+
+
+def test_no_import_cycles():
+    assert find_cycle(import_graph(SOURCES)) is None
+
+
+@pytest.mark.parametrize("module", sorted(SOURCES))
+def test_modules_are_at_most_500_lines(module):
+    lines = len(SOURCES[module].splitlines())
+    assert lines <= MAX_LINES, f"{module} has {lines} lines"
+
+
+def test_no_module_imports_a_layer_above_it():
+    assert upward_imports(SOURCES) == []
+
+
+# ---- the checks fail when they should --------------------------------------------------------
+
+FAKE = {
+    "mha": "from .core import f\n",
+    "mha.core": "def f():\n    from .chapters.exp import g  # upward\n",
+    "mha.helpers": "def _hidden():\n    pass\n",
+    "mha.chapters": "",
+    "mha.chapters.exp": ("import matplotlib.pyplot as plt\nfrom ..helpers import _hidden\n"
+                         "from .. import helpers as h\nx = h._hidden\ndef g():\n    from . import other\n"),
+    "mha.chapters.other": "from .exp import g\n",
+    "mha.viz": "",
+    "mha.viz.fig": "import matplotlib\nfrom ..chapters import exp\n",
+}
+
+
+def test_checks_catch_a_made_up_package():
+    assert private_imports(FAKE) == ["mha.chapters.exp:2 imports _hidden from mha.helpers",
+                                     "mha.chapters.exp:4 reads h._hidden"]
+    assert find_cycle(import_graph(FAKE)) == ["mha.chapters.exp", "mha.chapters.other", "mha.chapters.exp"]
+    assert upward_imports(FAKE) == ["mha.core:2 (core) imports mha.chapters.exp (chapters)",
+                                    "mha.chapters.exp:1 imports matplotlib.pyplot"]
+    assert import_graph(FAKE)["mha.viz.fig"] == {"mha.chapters.exp"}
+    assert layer("mha.viz.fig") == "viz" and layer("mha.fused") == layer("mha") == "core"
