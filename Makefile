@@ -4,7 +4,8 @@
 #
 #   make book             build the HTML book from the stored outputs (_build/html/index.html)
 #   make test             import layers, unit tests, nbval over every chapter (CPU), the book build, the browser test
-#   make lint             check the package's layers and imports (lint-imports, contracts in pyproject.toml)
+#   make lint             import layers (lint-imports), ruff check and format (code and notebooks), chapter sync
+#   make format           ruff format the code and the chapters' code cells (chapters/*.md, through Jupytext)
 #   make notebooks        re-execute every chapter on the CPU and store its outputs (after changing code)
 #   make check-notebooks  prove `make notebooks` would change no text output (writes nothing)
 #   make test-portable    nbval over every chapter as two other CPUs compute (other kernels, 1 and 2 threads)
@@ -25,7 +26,7 @@ MHA_DEVICE ?= cpu
 export MHA_DEVICE
 export TQDM_DISABLE := 1
 
-.PHONY: install book notebooks check-notebooks lint unit nbval browser test test-portable test-gpu budget caches clean
+.PHONY: install book notebooks check-notebooks lint format unit nbval browser test test-portable test-gpu budget caches clean
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -45,8 +46,14 @@ notebooks: install
 check-notebooks: install
 	$(PY) scripts/execute_notebooks.py --check $(CHAPTERS)
 
+# The package's layers (import-linter contracts in pyproject.toml), ruff (lint and format) on the
+# code and on the chapters' notebooks (whose code comes from chapters/*.md: fix findings there, then
+# `make notebooks`), and the chapters' two forms in sync.
 lint: install
 	$(VENV)/bin/lint-imports --no-logo
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) scripts/check_sync.py
 
 unit: install
 	$(PY) -m pytest -p no:cacheprovider tests --ignore-glob='*/test_browser*.py'
@@ -61,6 +68,12 @@ browser: book
 
 test: lint unit nbval book browser
 	@$(PY) scripts/nbval_cells.py $(NOTEBOOKS) | tail -n 1
+
+format: install
+	$(VENV)/bin/ruff check --fix --exclude '*.ipynb' .
+	$(VENV)/bin/ruff format --exclude '*.ipynb' .
+	for f in $(CHAPTERS); do PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/jupytext --pipe "ruff format --stdin-filename cell.py -" $$f || exit 1; done
+	@echo "Chapters reformatted: run \`make notebooks\` to store their outputs."
 
 # Other CPUs, emulated: PyTorch's, MKL's and oneDNN's kernels forced to other instruction sets, with
 # one and with two threads. Every chapter must print the same checked text as on the machine that

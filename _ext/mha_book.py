@@ -12,6 +12,7 @@ It also leaves out the widget state that myst-nb embeds for notebooks executed w
 explorers are self-contained HTML), so it would only add tens of kilobytes to a page. The
 state stays in the ``.ipynb``, where JupyterLab uses it to show the widgets without a kernel.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -43,8 +44,10 @@ def tidy_scripts(app, pagename, templatename, context, doctree) -> None:
     seen, kept = set(), []
     for script in scripts:
         # Same file and attributes is the same script, whatever priority it was added with.
-        key = (str(getattr(script, "filename", script) or ""),  # None and "" both mean inline
-               tuple(sorted(getattr(script, "attributes", {}).items())))
+        key = (
+            str(getattr(script, "filename", script) or ""),  # None and "" both mean inline
+            tuple(sorted(getattr(script, "attributes", {}).items())),
+        )
         unused_state = getattr(script, "attributes", {}).get("type") == WIDGET_STATE
         if key in seen or unused_state or (not thebe_on and _is_thebe(script)):
             continue

@@ -10,6 +10,7 @@ control values (a precomputed-frame lookup by default) and, for reference, a fre
 ``--strict`` the exit status is 1 when an explorer misses it. The record includes the machine's
 load average: on a busy machine every frame takes longer.
 """
+
 from __future__ import annotations
 
 import io
@@ -32,7 +33,7 @@ def timed_explorer_factory(records, notebook, original):
 
     def timed_explorer(render, controls, *, title, caption=None, alt=None, **kwargs):
         ex = original(render, controls, title=title, caption=caption, alt=alt, **kwargs)
-        ex.widget  # builds the live controls and output
+        ex.widget  # noqa: B018 (the property builds the widget)
         updates, renders = [], []
         for values in ex.combos:
             start = time.perf_counter()
@@ -44,10 +45,18 @@ def timed_explorer_factory(records, notebook, original):
             fig.savefig(io.BytesIO(), format="png")
             renders.append((time.perf_counter() - start) * 1e3)
             plt.close(fig)
-        records.append({"notebook": notebook, "title": title, "frames": len(updates), "live": ex.live,
-                        "median_ms": statistics.median(updates), "max_ms": max(updates),
-                        "render_median_ms": statistics.median(renders),
-                        "under_target": statistics.median(updates) < TARGET_MS})
+        records.append(
+            {
+                "notebook": notebook,
+                "title": title,
+                "frames": len(updates),
+                "live": ex.live,
+                "median_ms": statistics.median(updates),
+                "max_ms": max(updates),
+                "render_median_ms": statistics.median(renders),
+                "under_target": statistics.median(updates) < TARGET_MS,
+            }
+        )
         return ex
 
     return timed_explorer
@@ -70,12 +79,15 @@ def run_notebook(path: Path, records: list) -> None:
             if cell.cell_type == "code":
                 result = shell.run_cell(cell.source, silent=True)
                 if not result.success:
-                    raise RuntimeError(f"{path.name}: a cell failed: {result.error_in_exec or result.error_before_exec}")
+                    raise RuntimeError(
+                        f"{path.name}: a cell failed: {result.error_in_exec or result.error_before_exec}"
+                    )
     finally:
         mha.viz.widgets.explorer = original
         os.chdir(cwd)
         shell.reset()
         import matplotlib.pyplot as plt
+
         plt.close("all")
 
 
@@ -92,19 +104,35 @@ def main(argv):
         run_notebook(path, records)
     RESULTS.mkdir(parents=True, exist_ok=True)
     device = os.environ["MHA_DEVICE"].split(":")[0]
-    meta = {"device": device, "torch": torch.__version__, "threads": torch.get_num_threads(), "target_ms": TARGET_MS,
-            "cpu_count": os.cpu_count(), "load_average": load_before,
-            "load_average_after": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None}
-    (RESULTS / f"explorers-{device}.json").write_text(json.dumps({"environment": meta, "explorers": records}, indent=1) + "\n")
-    lines = [f"# Explorer update times ({device}, torch {meta['torch']}, {meta['threads']} threads)", "",
-             f"1-minute load average {meta['load_average']} before, {meta['load_average_after']} after "
-             f"({meta['cpu_count']} CPUs). Update: the live widget's response to a control move; render: "
-             "a fresh matplotlib render + PNG encode (median of 5), what the update would cost without "
-             "precomputed frames.", "",
-             "| chapter | explorer | frames | update median (ms) | update max (ms) | render median (ms) | update under 50 ms |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['notebook']} | {r['title']} | {r['frames']} | {r['median_ms']:.2f} | {r['max_ms']:.2f} | "
-              f"{r['render_median_ms']:.1f} | {r['under_target']} |" for r in records]
+    meta = {
+        "device": device,
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "target_ms": TARGET_MS,
+        "cpu_count": os.cpu_count(),
+        "load_average": load_before,
+        "load_average_after": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+    }
+    (RESULTS / f"explorers-{device}.json").write_text(
+        json.dumps({"environment": meta, "explorers": records}, indent=1) + "\n"
+    )
+    lines = [
+        f"# Explorer update times ({device}, torch {meta['torch']}, {meta['threads']} threads)",
+        "",
+        f"1-minute load average {meta['load_average']} before, {meta['load_average_after']} after "
+        f"({meta['cpu_count']} CPUs). Update: the live widget's response to a control move; render: "
+        "a fresh matplotlib render + PNG encode (median of 5), what the update would cost without "
+        "precomputed frames.",
+        "",
+        "| chapter | explorer | frames | update median (ms) | update max (ms) | render median (ms) "
+        "| update under 50 ms |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {r['notebook']} | {r['title']} | {r['frames']} | {r['median_ms']:.2f} | {r['max_ms']:.2f} | "
+        f"{r['render_median_ms']:.1f} | {r['under_target']} |"
+        for r in records
+    ]
     (RESULTS / f"explorers-{device}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     over = [r for r in records if not r["under_target"]]

@@ -11,15 +11,25 @@ Three layers, each importing only from the ones below it:
 Importing ``mha`` has no side effects and needs no Jupyter, network or GPU; it imports neither
 matplotlib nor ipywidgets.
 """
+
 from .attention import (
-    average_heads, causal_mask, entropy_bits, masked_softmax, merge_heads, scaled_dot_product_attention,
+    average_heads,
+    causal_mask,
+    entropy_bits,
+    masked_softmax,
+    merge_heads,
+    scaled_dot_product_attention,
     split_heads,
 )
 from .counting import attention_flops, attention_flops_breakdown, attention_params, count_params, kv_cache_bytes
 from .device import get_device
 from .kv_cache import KVCache
 from .modules import (
-    AttentionHead, FusedMultiHeadAttention, GroupedQueryAttention, LoopedMultiHeadAttention, MultiHeadAttention,
+    AttentionHead,
+    FusedMultiHeadAttention,
+    GroupedQueryAttention,
+    LoopedMultiHeadAttention,
+    MultiHeadAttention,
     SingleHeadAttention,
 )
 
@@ -27,11 +37,21 @@ from .modules import (
 # ``import mha`` stays light. The flat names of earlier versions (``mha.experiments``,
 # ``mha.plotting``, ...) are kept as aliases of the modules that replaced them.
 _SUBMODULES = {
-    "bert": "bert", "chapters": "chapters", "encoder": "encoder", "viz": "viz",
-    "configs": "chapters.configs", "experiments": "chapters.head_count", "merging": "chapters.merging",
-    "perf": "chapters.perf", "pretrained": "chapters.pretrained_analysis", "scaling": "chapters.scaling",
-    "single_head": "chapters.single_head", "softmax_demo": "chapters.softmax_demo",
-    "worked": "chapters.worked", "plotting": "viz.plotting", "widgets": "viz.widgets",
+    "bert": "bert",
+    "chapters": "chapters",
+    "encoder": "encoder",
+    "viz": "viz",
+    "configs": "chapters.configs",
+    "experiments": "chapters.head_count",
+    "merging": "chapters.merging",
+    "perf": "chapters.perf",
+    "pretrained": "chapters.pretrained_analysis",
+    "scaling": "chapters.scaling",
+    "single_head": "chapters.single_head",
+    "softmax_demo": "chapters.softmax_demo",
+    "worked": "chapters.worked",
+    "plotting": "viz.plotting",
+    "widgets": "viz.widgets",
 }
 _LAZY_NAMES = {"worked_example": "chapters.worked", "EncoderLayer": "encoder"}
 
@@ -47,8 +67,25 @@ def __getattr__(name):
 
 
 __all__ = [
-    "AttentionHead", "EncoderLayer", "FusedMultiHeadAttention", "GroupedQueryAttention", "KVCache",
-    "LoopedMultiHeadAttention", "MultiHeadAttention", "SingleHeadAttention", "attention_flops",
-    "attention_flops_breakdown", "attention_params", "average_heads", "causal_mask", "count_params", "entropy_bits",
-    "get_device", "kv_cache_bytes", "masked_softmax", "merge_heads", "scaled_dot_product_attention", "split_heads",
+    "AttentionHead",
+    "EncoderLayer",
+    "FusedMultiHeadAttention",
+    "GroupedQueryAttention",
+    "KVCache",
+    "LoopedMultiHeadAttention",
+    "MultiHeadAttention",
+    "SingleHeadAttention",
+    "attention_flops",
+    "attention_flops_breakdown",
+    "attention_params",
+    "average_heads",
+    "causal_mask",
+    "count_params",
+    "entropy_bits",
+    "get_device",
+    "kv_cache_bytes",
+    "masked_softmax",
+    "merge_heads",
+    "scaled_dot_product_attention",
+    "split_heads",
 ]

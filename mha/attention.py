@@ -4,6 +4,7 @@ Shape legend used throughout the package:
     B batch size, T query length, S key length, D d_model,
     H number of (query) heads, G number of key/value heads, Dh head_dim = D / H.
 """
+
 from __future__ import annotations
 
 import math
@@ -68,13 +69,11 @@ def _check_qkv(q, k, v) -> None:
     check_float_tensor("v", v, min_rank=2)
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
-            f"q and k must have the same last dimension (head_dim), "
-            f"found q {tuple(q.shape)} and k {tuple(k.shape)}"
+            f"q and k must have the same last dimension (head_dim), found q {tuple(q.shape)} and k {tuple(k.shape)}"
         )
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
-            f"k and v must have the same length S (dimension -2), "
-            f"found k {tuple(k.shape)} and v {tuple(v.shape)}"
+            f"k and v must have the same length S (dimension -2), found k {tuple(k.shape)} and v {tuple(v.shape)}"
         )
     if not (q.dtype == k.dtype == v.dtype):
         raise TypeError(f"q, k and v must share a dtype, found {q.dtype}, {k.dtype}, {v.dtype}")

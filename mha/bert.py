@@ -20,6 +20,7 @@ heads) are in :mod:`mha.chapters.pretrained_analysis`, its figures in :mod:`mha.
 
 Shape legend: B batch, T tokens, D d_model, H heads, Dh head_dim, L layers, F d_ff.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -45,6 +46,7 @@ MODEL_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 # ---------------------------------------------------------------------------------------------
 # Files and configuration
 # ---------------------------------------------------------------------------------------------
+
 
 def model_dir(package: str = PACKAGE) -> Path:
     """The folder with the model's files inside the installed package.
@@ -86,8 +88,7 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
 
     def __post_init__(self):
-        for name in ("vocab_size", "d_model", "num_layers", "num_heads", "d_ff", "max_positions",
-                     "type_vocab_size"):
+        for name in ("vocab_size", "d_model", "num_layers", "num_heads", "d_ff", "max_positions", "type_vocab_size"):
             check_positive_int(name, getattr(self, name))
         if self.d_model % self.num_heads:
             raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
@@ -98,22 +99,29 @@ class BertConfig:
         return self.d_model // self.num_heads
 
     @classmethod
-    def from_json(cls, path) -> "BertConfig":
+    def from_json(cls, path) -> BertConfig:
         """Read a Hugging Face BERT ``config.json``; refuse variants this encoder does not build."""
         raw = json.loads(Path(path).read_text())
         expected = {"model_type": "bert", "hidden_act": "gelu", "position_embedding_type": "absolute"}
         for key, value in expected.items():
             if raw.get(key, value) != value:
                 raise ValueError(f"{path}: {key} must be {value!r}, found {raw[key]!r}")
-        return cls(vocab_size=raw["vocab_size"], d_model=raw["hidden_size"],
-                   num_layers=raw["num_hidden_layers"], num_heads=raw["num_attention_heads"],
-                   d_ff=raw["intermediate_size"], max_positions=raw["max_position_embeddings"],
-                   type_vocab_size=raw["type_vocab_size"], layer_norm_eps=raw["layer_norm_eps"])
+        return cls(
+            vocab_size=raw["vocab_size"],
+            d_model=raw["hidden_size"],
+            num_layers=raw["num_hidden_layers"],
+            num_heads=raw["num_attention_heads"],
+            d_ff=raw["intermediate_size"],
+            max_positions=raw["max_position_embeddings"],
+            type_vocab_size=raw["type_vocab_size"],
+            layer_norm_eps=raw["layer_norm_eps"],
+        )
 
 
 # ---------------------------------------------------------------------------------------------
 # The model
 # ---------------------------------------------------------------------------------------------
+
 
 class BertEmbeddings(nn.Module):
     """Token vectors: word + position + token-type embeddings, then a LayerNorm."""
@@ -129,8 +137,10 @@ class BertEmbeddings(nn.Module):
         """Shapes: input_ids (B, T) int, token_type_ids (B, T) int (default zeros). Returns (B, T, D)."""
         seq_len = input_ids.shape[1]
         if seq_len > self.position.num_embeddings:
-            raise ValueError(f"input_ids has {seq_len} tokens, more than the "
-                             f"{self.position.num_embeddings} positions the model knows")
+            raise ValueError(
+                f"input_ids has {seq_len} tokens, more than the "
+                f"{self.position.num_embeddings} positions the model knows"
+            )
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         positions = torch.arange(seq_len, device=input_ids.device)  # (T,)
@@ -195,8 +205,15 @@ class BertEncoder(nn.Module):
         self.config = config
         self.embeddings = BertEmbeddings(config)
         self.layers = nn.ModuleList(
-            EncoderLayer(config.d_model, config.num_heads, config.d_ff, dropout=0.0, activation="gelu",
-                         norm_first=False, layer_norm_eps=config.layer_norm_eps)
+            EncoderLayer(
+                config.d_model,
+                config.num_heads,
+                config.d_ff,
+                dropout=0.0,
+                activation="gelu",
+                norm_first=False,
+                layer_norm_eps=config.layer_norm_eps,
+            )
             for _ in range(config.num_layers)
         )
 
@@ -234,8 +251,10 @@ class BertEncoder(nn.Module):
         if tuple(head_mask.shape) == shape:
             return head_mask.unsqueeze(0)  # (1, L, H)
         if tuple(head_mask.shape) != (batch_size, *shape):
-            raise ValueError(f"head_mask must have shape (L, H) = {shape} or (B, L, H) = "
-                             f"{(batch_size, *shape)}, found {tuple(head_mask.shape)}")
+            raise ValueError(
+                f"head_mask must have shape (L, H) = {shape} or (B, L, H) = "
+                f"{(batch_size, *shape)}, found {tuple(head_mask.shape)}"
+            )
         return head_mask
 
 
@@ -306,6 +325,7 @@ def load_model(directory=None, *, device=None) -> BertEncoder:
 # Tokens and sentence embeddings
 # ---------------------------------------------------------------------------------------------
 
+
 def load_tokenizer(directory=None, max_length: int = 256):
     """The model's WordPiece tokenizer (``tokenizers.Tokenizer``), padding a batch to its longest.
 
@@ -330,9 +350,10 @@ class Batch(NamedTuple):
     token_type_ids: torch.Tensor
     tokens: list
 
-    def to(self, device) -> "Batch":
-        return Batch(self.input_ids.to(device), self.attention_mask.to(device),
-                     self.token_type_ids.to(device), self.tokens)
+    def to(self, device) -> Batch:
+        return Batch(
+            self.input_ids.to(device), self.attention_mask.to(device), self.token_type_ids.to(device), self.tokens
+        )
 
 
 def tokenize(tokenizer, sentences) -> Batch:

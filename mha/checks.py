@@ -3,6 +3,7 @@
 Every check raises ``TypeError`` (wrong kind of value) or ``ValueError`` (right kind,
 wrong value) with a message that names the argument, what was expected and what was found.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -21,9 +22,7 @@ def check_positive_int(name: str, value) -> int:
 
 def check_divisible(name: str, value: int, divisor_name: str, divisor: int) -> None:
     if value % divisor != 0:
-        raise ValueError(
-            f"{name} ({value}) must be divisible by {divisor_name} ({divisor})"
-        )
+        raise ValueError(f"{name} ({value}) must be divisible by {divisor_name} ({divisor})")
 
 
 def check_float_tensor(name: str, x, min_rank: int = 1) -> None:
@@ -31,27 +30,20 @@ def check_float_tensor(name: str, x, min_rank: int = 1) -> None:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, found {type(x).__name__}")
     if not x.is_floating_point():
-        raise TypeError(
-            f"{name} must be a floating-point tensor (e.g. torch.float32), found {x.dtype}"
-        )
+        raise TypeError(f"{name} must be a floating-point tensor (e.g. torch.float32), found {x.dtype}")
     if x.dim() < min_rank:
-        raise ValueError(
-            f"{name} must have at least {min_rank} dimensions, found shape {tuple(x.shape)}"
-        )
+        raise ValueError(f"{name} must have at least {min_rank} dimensions, found shape {tuple(x.shape)}")
 
 
 def check_rank(name: str, x: torch.Tensor, rank: int, legend: str) -> None:
     if x.dim() != rank:
-        raise ValueError(
-            f"{name} must have shape {legend} ({rank} dimensions), found shape {tuple(x.shape)}"
-        )
+        raise ValueError(f"{name} must have shape {legend} ({rank} dimensions), found shape {tuple(x.shape)}")
 
 
 def check_last_dim(name: str, x: torch.Tensor, expected: int, what: str) -> None:
     if x.shape[-1] != expected:
         raise ValueError(
-            f"{name} must have last dimension {expected} ({what}), found {x.shape[-1]} "
-            f"(shape {tuple(x.shape)})"
+            f"{name} must have last dimension {expected} ({what}), found {x.shape[-1]} (shape {tuple(x.shape)})"
         )
 
 
@@ -61,18 +53,14 @@ def check_mask(name: str, mask, target_shape: tuple[int, ...], legend: str) -> N
         raise TypeError(f"{name} must be a torch.Tensor, found {type(mask).__name__}")
     if mask.dtype != torch.bool and not mask.is_floating_point():
         raise TypeError(
-            f"{name} must be a bool tensor (True = may attend) or a floating additive mask, "
-            f"found {mask.dtype}"
+            f"{name} must be a bool tensor (True = may attend) or a floating additive mask, found {mask.dtype}"
         )
     try:
         shape = torch.broadcast_shapes(mask.shape, target_shape)
     except RuntimeError:
         shape = None
     if shape != tuple(target_shape):
-        raise ValueError(
-            f"{name} must broadcast to {legend} = {tuple(target_shape)}, "
-            f"found shape {tuple(mask.shape)}"
-        )
+        raise ValueError(f"{name} must broadcast to {legend} = {tuple(target_shape)}, found shape {tuple(mask.shape)}")
     if mask.is_floating_point() and torch.isnan(mask).any():
         raise ValueError(f"{name} must not contain NaN (use -inf to block a position)")
 

@@ -3,6 +3,7 @@
 Each formula is checked in the tests against real modules (:func:`count_params`) and real
 cache tensors. Notation: D = d_model, H = num_heads, G = num_kv_heads, Dh = D / H, T = seq_len.
 """
+
 from __future__ import annotations
 
 from .checks import check_divisible, check_positive_int
@@ -67,17 +68,25 @@ def attention_flops(seq_len: int, d_model: int, num_heads: int, num_kv_heads: in
     return attention_flops_breakdown(seq_len, d_model, num_heads, num_kv_heads)["total"]
 
 
-def kv_cache_bytes(batch_size: int, seq_len: int, num_layers: int, num_kv_heads: int, head_dim: int,
-                   bytes_per_element: int = 2) -> int:
+def kv_cache_bytes(
+    batch_size: int, seq_len: int, num_layers: int, num_kv_heads: int, head_dim: int, bytes_per_element: int = 2
+) -> int:
     """Bytes of a KV cache: 2 (K and V) · batch · seq_len · layers · kv_heads · head_dim · bytes.
 
     ``bytes_per_element``: 2 for fp16/bf16, 1 for 8-bit, 4 for fp32. MQA and GQA shrink the
     cache by H and H / G compared with MHA because only G heads' keys and values are stored.
     """
-    sizes = [check_positive_int(name, value) for name, value in (
-        ("batch_size", batch_size), ("seq_len", seq_len), ("num_layers", num_layers),
-        ("num_kv_heads", num_kv_heads), ("head_dim", head_dim), ("bytes_per_element", bytes_per_element),
-    )]
+    sizes = [
+        check_positive_int(name, value)
+        for name, value in (
+            ("batch_size", batch_size),
+            ("seq_len", seq_len),
+            ("num_layers", num_layers),
+            ("num_kv_heads", num_kv_heads),
+            ("head_dim", head_dim),
+            ("bytes_per_element", bytes_per_element),
+        )
+    ]
     total = 2
     for size in sizes:
         total *= size

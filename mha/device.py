@@ -1,4 +1,5 @@
 """Which device the course computes on."""
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,7 @@ def get_device() -> torch.device:
         device = torch.device(requested)
     except RuntimeError as exc:
         raise ValueError(
-            f"{ENV_VAR} must name a torch device such as 'cpu', 'cuda' or 'cuda:1', "
-            f"found {requested!r}"
+            f"{ENV_VAR} must name a torch device such as 'cpu', 'cuda' or 'cuda:1', found {requested!r}"
         ) from exc
     if device.type == "cuda":
         if not torch.cuda.is_available():
@@ -38,8 +38,7 @@ def get_device() -> torch.device:
         index = device.index or 0
         if index >= torch.cuda.device_count():
             raise ValueError(
-                f"{ENV_VAR}={requested!r} asks for GPU {index}, "
-                f"but only {torch.cuda.device_count()} are visible"
+                f"{ENV_VAR}={requested!r} asks for GPU {index}, but only {torch.cuda.device_count()} are visible"
             )
     elif device.type != "cpu":
         raise ValueError(f"{ENV_VAR} must be 'cpu' or 'cuda[:N]', found {requested!r}")

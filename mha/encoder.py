@@ -19,6 +19,7 @@ Parameter names follow ``torch.nn.TransformerEncoderLayer`` (``self_attn``, ``li
 
 Shape legend: B batch, T sequence length, D d_model, H heads, F d_ff.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -50,9 +51,17 @@ class EncoderLayer(nn.Module):
         bias: biases on every linear layer and LayerNorm.
     """
 
-    def __init__(self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0,
-                 activation: str = "gelu", norm_first: bool = False, layer_norm_eps: float = 1e-5,
-                 bias: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        activation: str = "gelu",
+        norm_first: bool = False,
+        layer_norm_eps: float = 1e-5,
+        bias: bool = True,
+    ):
         super().__init__()
         d_model = check_positive_int("d_model", d_model)
         d_ff = check_positive_int("d_ff", d_ff)
@@ -60,8 +69,7 @@ class EncoderLayer(nn.Module):
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, found {activation!r}")
         if not isinstance(norm_first, bool):
             raise TypeError(f"norm_first must be a bool, found {type(norm_first).__name__}")
-        if (isinstance(layer_norm_eps, bool) or not isinstance(layer_norm_eps, numbers.Real)
-                or not layer_norm_eps > 0):
+        if isinstance(layer_norm_eps, bool) or not isinstance(layer_norm_eps, numbers.Real) or not layer_norm_eps > 0:
             raise ValueError(f"layer_norm_eps must be a positive float, found {layer_norm_eps!r}")
         self.d_model, self.d_ff = d_model, d_ff
         self.activation_name = activation
@@ -85,8 +93,9 @@ class EncoderLayer(nn.Module):
         return self.linear2(self.dropout(hidden))  # (B, T, D)
 
     def _attention(self, x, mask, key_padding_mask, need_weights):
-        out, weights = self.self_attn(x, mask=mask, key_padding_mask=key_padding_mask,
-                                      need_weights=need_weights)  # (B, T, D), (B, H, T, T)|None
+        out, weights = self.self_attn(
+            x, mask=mask, key_padding_mask=key_padding_mask, need_weights=need_weights
+        )  # (B, T, D), (B, H, T, T)|None
         return self.dropout1(out), weights
 
     def forward(self, x, *, mask=None, key_padding_mask=None, need_weights=False):
@@ -118,7 +127,7 @@ class EncoderLayer(nn.Module):
         return x, weights
 
     @classmethod
-    def from_torch(cls, layer: nn.TransformerEncoderLayer) -> "EncoderLayer":
+    def from_torch(cls, layer: nn.TransformerEncoderLayer) -> EncoderLayer:
         """A copy of ``torch.nn.TransformerEncoderLayer`` (same weights, dtype and device).
 
         The copy is always batch first; call it with (B, T, D) whatever ``layer.batch_first`` is.
@@ -129,9 +138,16 @@ class EncoderLayer(nn.Module):
         if kind not in (1, 2):
             raise ValueError("layer.activation must be relu or gelu (as a string or F.relu/F.gelu)")
         attn = layer.self_attn
-        new = cls(attn.embed_dim, attn.num_heads, layer.linear1.out_features, dropout=layer.dropout.p,
-                  activation="relu" if kind == 1 else "gelu", norm_first=layer.norm_first,
-                  layer_norm_eps=layer.norm1.eps, bias=layer.linear1.bias is not None)
+        new = cls(
+            attn.embed_dim,
+            attn.num_heads,
+            layer.linear1.out_features,
+            dropout=layer.dropout.p,
+            activation="relu" if kind == 1 else "gelu",
+            norm_first=layer.norm_first,
+            layer_norm_eps=layer.norm1.eps,
+            bias=layer.linear1.bias is not None,
+        )
         new = new.to(layer.linear1.weight)
         new.self_attn = MultiHeadAttention.from_torch(attn)
         for name in ("linear1", "linear2", "norm1", "norm2"):
@@ -142,9 +158,17 @@ class EncoderLayer(nn.Module):
         """A ``torch.nn.TransformerEncoderLayer`` with the same weights."""
         ref = self.linear1.weight
         layer = nn.TransformerEncoderLayer(
-            self.d_model, self.self_attn.num_heads, self.d_ff, dropout=self.dropout.p,
-            activation=self.activation_name, layer_norm_eps=self.norm1.eps, batch_first=batch_first,
-            norm_first=self.norm_first, bias=self.linear1.bias is not None, device=ref.device, dtype=ref.dtype,
+            self.d_model,
+            self.self_attn.num_heads,
+            self.d_ff,
+            dropout=self.dropout.p,
+            activation=self.activation_name,
+            layer_norm_eps=self.norm1.eps,
+            batch_first=batch_first,
+            norm_first=self.norm_first,
+            bias=self.linear1.bias is not None,
+            device=ref.device,
+            dtype=ref.dtype,
         )
         layer.self_attn = self.self_attn.to_torch(batch_first=batch_first)
         for name in ("linear1", "linear2", "norm1", "norm2"):

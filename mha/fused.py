@@ -16,6 +16,7 @@ caller does not need the weights.
 Shape legend: B batch, T query length, S key length, D d_model, H heads, G key/value heads,
 Dh head_dim.
 """
+
 from __future__ import annotations
 
 import torch
@@ -68,8 +69,9 @@ def fused_qkv_projection(x: torch.Tensor, q_proj: nn.Linear, k_proj: nn.Linear, 
     return qkv.split([w.shape[0] for w in weights], dim=-1)
 
 
-def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, *,
-                    dropout_p: float = 0.0) -> torch.Tensor:
+def fused_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, *, dropout_p: float = 0.0
+) -> torch.Tensor:
     """The output of :func:`mha.scaled_dot_product_attention` from PyTorch's fused kernel.
 
     The kernel never forms the (B, H, T, S) weights, so it does not return them: that is what

@@ -1,4 +1,5 @@
 """A key/value cache for incremental (token by token) decoding."""
+
 from __future__ import annotations
 
 import torch
@@ -57,8 +58,8 @@ class KVCache:
                 f"{new_len} more do not fit"
             )
         end = self.length + new_len
-        self.keys[:, :, self.length:end] = k
-        self.values[:, :, self.length:end] = v
+        self.keys[:, :, self.length : end] = k
+        self.values[:, :, self.length : end] = v
         self.length = end
         return self.keys[:, :, :end], self.values[:, :, :end]  # (B, G, S, Dh)
 

@@ -12,6 +12,7 @@ and the same parameters, for training and benchmarks.
 Shape legend: B batch, T query length, S key length, D d_model, H heads, G key/value heads,
 Dh head_dim = D / H.
 """
+
 from __future__ import annotations
 
 import torch
@@ -20,7 +21,13 @@ from torch import nn
 
 from .attention import causal_mask, masked_softmax, merge_heads, scaled_dot_product_attention, split_heads
 from .checks import (
-    check_divisible, check_dropout, check_float_tensor, check_last_dim, check_mask, check_positive_int, check_rank,
+    check_divisible,
+    check_dropout,
+    check_float_tensor,
+    check_last_dim,
+    check_mask,
+    check_positive_int,
+    check_rank,
 )
 from .fused import fused_attention, fused_qkv_projection
 from .kv_cache import KVCache
@@ -43,9 +50,7 @@ def resolve_qkv(query, key, value, d_model: int):
             f"key and value must share (B, S), found key {tuple(key.shape)} and value {tuple(value.shape)}"
         )
     if query.shape[0] != key.shape[0]:
-        raise ValueError(
-            f"query and key must share the batch size B, found {query.shape[0]} and {key.shape[0]}"
-        )
+        raise ValueError(f"query and key must share the batch size B, found {query.shape[0]} and {key.shape[0]}")
     return query, key, value
 
 
@@ -67,12 +72,13 @@ def combine_masks(mask, key_padding_mask, batch_size, num_heads, seq_len, key_le
     if key_padding_mask is None:
         return mask
     if not isinstance(key_padding_mask, torch.Tensor) or key_padding_mask.dtype != torch.bool:
-        found = key_padding_mask.dtype if isinstance(key_padding_mask, torch.Tensor) else type(key_padding_mask).__name__
+        found = (
+            key_padding_mask.dtype if isinstance(key_padding_mask, torch.Tensor) else type(key_padding_mask).__name__
+        )
         raise TypeError(f"key_padding_mask must be a bool tensor (True = padding), found {found}")
     if tuple(key_padding_mask.shape) != (batch_size, key_len):
         raise ValueError(
-            f"key_padding_mask must have shape (B, S) = {(batch_size, key_len)}, "
-            f"found {tuple(key_padding_mask.shape)}"
+            f"key_padding_mask must have shape (B, S) = {(batch_size, key_len)}, found {tuple(key_padding_mask.shape)}"
         )
     keep = ~key_padding_mask[:, None, None, :]  # (B, 1, 1, S), True = may attend
     if mask is None:
@@ -168,11 +174,12 @@ class LoopedMultiHeadAttention(nn.Module):
         return self.out_proj(concat), torch.stack(weights, dim=1)  # (B, T, D), (B, H, T, S)
 
     @classmethod
-    def from_multi_head(cls, m: "MultiHeadAttention | FusedMultiHeadAttention") -> "LoopedMultiHeadAttention":
+    def from_multi_head(cls, m: MultiHeadAttention | FusedMultiHeadAttention) -> LoopedMultiHeadAttention:
         """A looped copy of a batched module: head i gets rows i·Dh..(i+1)·Dh of each projection."""
         if not isinstance(m, (MultiHeadAttention, FusedMultiHeadAttention)):
-            raise TypeError(f"m must be an mha.MultiHeadAttention or mha.FusedMultiHeadAttention, "
-                            f"found {type(m).__name__}")
+            raise TypeError(
+                f"m must be an mha.MultiHeadAttention or mha.FusedMultiHeadAttention, found {type(m).__name__}"
+            )
         bias = m.q_proj.bias is not None
         looped = cls(m.d_model, m.num_heads, bias=bias).to(m.q_proj.weight)
         dh = m.head_dim
@@ -188,7 +195,7 @@ class LoopedMultiHeadAttention(nn.Module):
         return looped
 
     @classmethod
-    def from_torch(cls, m: nn.MultiheadAttention) -> "LoopedMultiHeadAttention":
+    def from_torch(cls, m: nn.MultiheadAttention) -> LoopedMultiHeadAttention:
         """A looped copy of ``torch.nn.MultiheadAttention``."""
         return cls.from_multi_head(MultiHeadAttention.from_torch(m))
 
@@ -256,7 +263,7 @@ class MultiHeadAttention(nn.Module):
         return output, weights
 
     @classmethod
-    def from_torch(cls, m: nn.MultiheadAttention) -> "MultiHeadAttention":
+    def from_torch(cls, m: nn.MultiheadAttention) -> MultiHeadAttention:
         """Copy the weights of ``torch.nn.MultiheadAttention`` (``batch_first`` either way)."""
         if not isinstance(m, nn.MultiheadAttention):
             raise TypeError(f"m must be a torch.nn.MultiheadAttention, found {type(m).__name__}")
@@ -277,8 +284,15 @@ class MultiHeadAttention(nn.Module):
         """A ``torch.nn.MultiheadAttention`` with the same weights."""
         bias = self.q_proj.bias is not None
         ref = self.q_proj.weight
-        m = nn.MultiheadAttention(self.d_model, self.num_heads, dropout=self.dropout, bias=bias,
-                                  batch_first=batch_first, device=ref.device, dtype=ref.dtype)
+        m = nn.MultiheadAttention(
+            self.d_model,
+            self.num_heads,
+            dropout=self.dropout,
+            bias=bias,
+            batch_first=batch_first,
+            device=ref.device,
+            dtype=ref.dtype,
+        )
         with torch.no_grad():
             m.in_proj_weight.copy_(torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight]))
             if bias:
@@ -416,7 +430,7 @@ class FusedMultiHeadAttention(GroupedQueryAttention):
         super().__init__(d_model, num_heads, num_heads, bias=bias, dropout=dropout)
 
     @classmethod
-    def from_multi_head(cls, m: MultiHeadAttention) -> "FusedMultiHeadAttention":
+    def from_multi_head(cls, m: MultiHeadAttention) -> FusedMultiHeadAttention:
         """The fast copy of a :class:`MultiHeadAttention`: the same weights, dtype, device and mode."""
         if not isinstance(m, MultiHeadAttention):
             raise TypeError(f"m must be an mha.MultiHeadAttention, found {type(m).__name__}")
@@ -425,15 +439,16 @@ class FusedMultiHeadAttention(GroupedQueryAttention):
         return new.train(m.training)
 
     @classmethod
-    def from_torch(cls, m: nn.MultiheadAttention) -> "FusedMultiHeadAttention":
+    def from_torch(cls, m: nn.MultiheadAttention) -> FusedMultiHeadAttention:
         """Copy the weights of ``torch.nn.MultiheadAttention`` (``batch_first`` either way)."""
         return cls.from_multi_head(MultiHeadAttention.from_torch(m))
 
     def to_multi_head(self) -> MultiHeadAttention:
         """The readable :class:`MultiHeadAttention` with the same weights, dtype, device and mode."""
         ref = self.q_proj.weight
-        new = MultiHeadAttention(self.d_model, self.num_heads, bias=self.q_proj.bias is not None,
-                                 dropout=self.dropout).to(ref)
+        new = MultiHeadAttention(
+            self.d_model, self.num_heads, bias=self.q_proj.bias is not None, dropout=self.dropout
+        ).to(ref)
         new.load_state_dict(self.state_dict())
         return new.train(self.training)
 

@@ -12,6 +12,7 @@ a chapter may assert about a re-run is a *band* measured over emulated CPUs and 
 ``scripts/measure_portability.py`` records in ``mha/data/portability.json`` and
 :func:`live_band` reads.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -54,15 +55,16 @@ def machine() -> dict:
 def provenance(script: str, **settings) -> dict:
     """A JSON-ready record of how a cache file was made: ``script`` (the command that makes it),
     the ``settings`` it used (seeds, steps, ...), the machine and the date."""
-    return {"script": script, "settings": settings, "machine": machine(),
-            "date": datetime.date.today().isoformat()}
+    return {"script": script, "settings": settings, "machine": machine(), "date": datetime.date.today().isoformat()}
 
 
 def describe(record: dict) -> str:
     """One line for a chapter: ``made by <script> with torch X on <cpu> (<ISA>, N threads)``."""
     m = record["machine"]
-    return (f"made by `{record['script']}` with torch {m['torch']} on {m['cpu']} "
-            f"({m['cpu_capability']} kernels, {m['threads']} thread{'s' if m['threads'] != 1 else ''})")
+    return (
+        f"made by `{record['script']}` with torch {m['torch']} on {m['cpu']} "
+        f"({m['cpu_capability']} kernels, {m['threads']} thread{'s' if m['threads'] != 1 else ''})"
+    )
 
 
 def of(filename: str) -> dict:

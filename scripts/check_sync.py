@@ -7,6 +7,7 @@ tags) in the same order. After editing the ``.md``, run ``make notebooks`` (or, 
 one chapter, ``python scripts/execute_notebooks.py chapters/NAME.md``). After editing the ``.ipynb``
 in JupyterLab without Jupytext, run ``jupytext --sync book/NAME.ipynb``, then ``make notebooks``.
 """
+
 from __future__ import annotations
 
 import sys

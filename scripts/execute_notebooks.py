@@ -12,6 +12,7 @@ it executes each chapter again exactly as the default mode would, and fails if a
 not those of the text source. Cells marked ``# NBVAL_IGNORE_OUTPUT`` (explorers, timings) are left
 out of the output comparison, as nbval leaves them out.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,9 +40,14 @@ def execute_notebook(nb, path: Path, timeout: int = 600):
     saved = {name: os.environ.get(name) for name in KERNEL_ENV}
     os.environ.update(KERNEL_ENV)  # the kernel inherits this process's environment
     try:
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=False,
-                                coalesce_streams=True,
-                                resources={"metadata": {"path": str(path.parent)}})
+        client = NotebookClient(
+            nb,
+            timeout=timeout,
+            kernel_name="python3",
+            store_widget_state=False,
+            coalesce_streams=True,
+            resources={"metadata": {"path": str(path.parent)}},
+        )
         client.execute()
     finally:
         for name, value in saved.items():
@@ -104,8 +110,9 @@ def compare(stored, fresh) -> list[str]:
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="*", type=Path)
-    parser.add_argument("--check", action="store_true",
-                        help="execute and compare text outputs with the stored ones; write nothing")
+    parser.add_argument(
+        "--check", action="store_true", help="execute and compare text outputs with the stored ones; write nothing"
+    )
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     args = parser.parse_args(argv)
     texts = [text_path(p.resolve()) for p in args.paths] or all_texts()

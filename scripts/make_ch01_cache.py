@@ -13,9 +13,11 @@ To use two cores: run ``--readout linear --out /tmp/linear.json`` beside ``--rea
 Writes ``mha/data/head_count_grid.json``: the held-out accuracy of every run and, for the
 chapter's main setting (k = 4, MLP readout), every head's attention map on the first held-out
 sequence, which the chapter's explorer shows. Also writes ``mha/data/relation_model_h2_seed0.pt``,
-the trained weights that ``mha.chapters.head_count.trained_model()`` loads. The chapter re-runs two entries live and the tests
-re-run one; both check that they match this file.
+the trained weights that ``mha.chapters.head_count.trained_model()`` loads. The chapter re-runs two
+entries live and the tests re-run one; both check them against the bands of
+``mha/data/portability.json`` (``scripts/measure_portability.py``).
 """
+
 from __future__ import annotations
 
 import json
@@ -63,9 +65,14 @@ def main(argv: list[str]) -> int:
     config = {name.lower(): getattr(task, name) for name in CONFIG_NAMES}
     path = Path(option(argv, "--out") or E.CACHE_PATH)
     cache = {"config": config, "runs": [], "maps": []}
-    record = provenance("python scripts/make_ch01_cache.py", **config, grid_relations=list(E.GRID_RELATIONS),
-                        grid_heads=list(E.GRID_HEADS), grid_seeds={k: list(v) for k, v in E.GRID_SEEDS.items()},
-                        training="CPU, one thread, float32 (mha.chapters.task.train_and_evaluate)")
+    record = provenance(
+        "python scripts/make_ch01_cache.py",
+        **config,
+        grid_relations=list(E.GRID_RELATIONS),
+        grid_heads=list(E.GRID_HEADS),
+        grid_seeds={k: list(v) for k, v in E.GRID_SEEDS.items()},
+        training="CPU, one thread, float32 (mha.chapters.task.train_and_evaluate)",
+    )
     if path.exists() and "--fresh" not in argv:
         old = json.loads(path.read_text())
         if old["config"] == config:
@@ -92,23 +99,36 @@ def main(argv: list[str]) -> int:
         r = E.head_count_experiment(h, seed=seed, num_relations=k, readout=readout, return_model=keep_model)
         if keep_model:
             torch.save(r["model"].state_dict(), E.MODEL_PATH)
-        cache["runs"].append({
-            "readout": readout, "num_relations": k, "num_heads": h, "seed": seed,
-            "accuracy": round(r["accuracy"], 4),
-            "relation_accuracy": round_nested(r["relation_accuracy"], 4),
-            "train_accuracy": round(r["train_accuracy"], 4),
-            "params": r["params"], "attention_params": r["attention_params"],
-        })
+        cache["runs"].append(
+            {
+                "readout": readout,
+                "num_relations": k,
+                "num_heads": h,
+                "seed": seed,
+                "accuracy": round(r["accuracy"], 4),
+                "relation_accuracy": round_nested(r["relation_accuracy"], 4),
+                "train_accuracy": round(r["train_accuracy"], 4),
+                "params": r["params"],
+                "attention_params": r["attention_params"],
+            }
+        )
         if readout == "mlp" and k == E.DEFAULT_RELATIONS:
-            cache["maps"].append({
-                "num_heads": h, "seed": seed, "num_relations": k, "readout": readout,
-                "tokens": r["example_tokens"].tolist(),
-                "weights": round_nested(r["example_weights"].tolist(), 3),
-            })
+            cache["maps"].append(
+                {
+                    "num_heads": h,
+                    "seed": seed,
+                    "num_relations": k,
+                    "readout": readout,
+                    "tokens": r["example_tokens"].tolist(),
+                    "weights": round_nested(r["example_weights"].tolist(), 3),
+                }
+            )
         cache["provenance"] = record
         write(path, cache)
-        message = (f"[{i}/{len(todo)}] {readout} k={k} h={h} seed={seed}: accuracy {r['accuracy']:.4f} "
-                   f"({time.perf_counter() - start:.0f} s)")
+        message = (
+            f"[{i}/{len(todo)}] {readout} k={k} h={h} seed={seed}: accuracy {r['accuracy']:.4f} "
+            f"({time.perf_counter() - start:.0f} s)"
+        )
         if bar is None:
             print(message, flush=True)
         else:

@@ -4,6 +4,7 @@ Usage: python scripts/make_merge_results.py     (40 runs of a few seconds each o
 
 Writes ``mha/data/merge_results.json``; chapter 5 reads it and re-runs one run live to check it.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,6 +22,7 @@ def main() -> int:
     total = len(sweep["num_relations"]) * len(merging.MERGES) * len(sweep["seeds"])
     try:
         from tqdm.auto import tqdm
+
         bar = tqdm(total=total, desc="chapter 5 merge sweep", unit="run")
     except ImportError:  # pragma: no cover
         bar = None
@@ -37,11 +39,17 @@ def main() -> int:
     if bar is not None:
         bar.close()
     settings = sweep | {"steps": experiments.STEPS, "d_model": experiments.D_MODEL}
-    data = {"about": "chapter 5 merge sweep; made by scripts/make_merge_results.py",
-            "torch": torch.__version__, "sweep": settings,
-            "provenance": provenance("python scripts/make_merge_results.py", **settings,
-                                     training="CPU, one thread, float32 (mha.chapters.task.train_and_evaluate)"),
-            "runs": runs}
+    data = {
+        "about": "chapter 5 merge sweep; made by scripts/make_merge_results.py",
+        "torch": torch.__version__,
+        "sweep": settings,
+        "provenance": provenance(
+            "python scripts/make_merge_results.py",
+            **settings,
+            training="CPU, one thread, float32 (mha.chapters.task.train_and_evaluate)",
+        ),
+        "runs": runs,
+    }
     merging.RESULTS_PATH.parent.mkdir(exist_ok=True)
     with open(merging.RESULTS_PATH, "w") as f:
         json.dump(data, f, indent=1)

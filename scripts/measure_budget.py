@@ -11,6 +11,7 @@ Exit status 1 when a wall-clock budget is exceeded. Timings taken on a loaded ma
 inflated; the CPU seconds printed beside them (process and kernel, all threads) are much less
 sensitive to other load and show what a chapter costs on an idle machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,9 +53,21 @@ def main(argv: list[str]) -> int:
     over = []
     total = total_cpu = 0.0
     for path in notebooks:
-        seconds, cpu, code, log = timed([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval",
-                                    "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
-                                    str(path)])
+        seconds, cpu, code, log = timed(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "--nbval",
+                "--nbval-current-env",
+                "--nbval-sanitize-with",
+                "tests/nbval_sanitize.cfg",
+                str(path),
+            ]
+        )
         total += seconds
         total_cpu += cpu
         flag = "" if seconds <= CHAPTER_BUDGET_S else f"  OVER the {CHAPTER_BUDGET_S:.0f} s budget"
@@ -69,10 +82,11 @@ def main(argv: list[str]) -> int:
     if total >= SUITE_BUDGET_S:
         over.append("nbval suite")
     if not args.skip_book:
-        seconds, cpu, code, log = timed([str(VENV_BIN / "jupyter-book"), "build", "--all", "-W", "-n", "--keep-going", "."])
+        seconds, cpu, code, log = timed(
+            [str(VENV_BIN / "jupyter-book"), "build", "--all", "-W", "-n", "--keep-going", "."]
+        )
         flag = "" if seconds < BOOK_BUDGET_S else f"  OVER the {BOOK_BUDGET_S:.0f} s budget"
-        print(f"{'book build':<38} {seconds:6.1f} s wall {cpu:6.1f} s CPU  "
-              f"{'passed' if code == 0 else 'FAILED'}{flag}")
+        print(f"{'book build':<38} {seconds:6.1f} s wall {cpu:6.1f} s CPU  {'passed' if code == 0 else 'FAILED'}{flag}")
         if seconds >= BOOK_BUDGET_S:
             over.append("book build")
         if code != 0:

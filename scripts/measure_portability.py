@@ -27,6 +27,7 @@ accuracy for CPUs we could not emulate. Chapters assert that a live run lands in
 (``mha.provenance.in_band``); ``tests/test_provenance.py`` checks every band holds every
 measured value and stays narrower than the effect the chapter shows.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,8 +48,11 @@ ISAS = [
     ("avx512", "SSE4_2", "SSE41"),
     ("avx2", "AVX512", "SSE41"),
 ]
-EMULATIONS = [dict(ATEN_CPU_CAPABILITY=a, MKL_ENABLE_INSTRUCTIONS=m, ONEDNN_MAX_CPU_ISA=o, OMP_NUM_THREADS=str(t))
-              for a, m, o in ISAS for t in (1, 2)]
+EMULATIONS = [
+    dict(ATEN_CPU_CAPABILITY=a, MKL_ENABLE_INSTRUCTIONS=m, ONEDNN_MAX_CPU_ISA=o, OMP_NUM_THREADS=str(t))
+    for a, m, o in ISAS
+    for t in (1, 2)
+]
 #: Seeds of the last-bit perturbation of the initial weights (run on this machine's own kernels).
 PERTURBATIONS = list(range(1, 9))
 QUICK = [EMULATIONS[0], EMULATIONS[3], {"MHA_PERTURB_SEED": "1"}]
@@ -79,8 +83,7 @@ def probes() -> dict:
     import torch
 
     from mha.chapters import head_count as E
-    from mha.chapters import merging
-    from mha.chapters import task
+    from mha.chapters import merging, task
 
     if os.environ.get("MHA_PERTURB_SEED"):
         perturb_initial_weights(int(os.environ["MHA_PERTURB_SEED"]))
@@ -93,8 +96,9 @@ def probes() -> dict:
     data = task.make_task(4)
     maps = torch.stack([task.attention_maps(r["model"], data.test_x[i]) for i in range(3)])  # (3, H, T, T)
     positions = torch.arange(4, maps.shape[-1])
-    on = torch.stack([torch.stack([maps[:, h, positions, positions - o].mean() for o in range(1, 5)])
-                      for h in range(maps.shape[1])])  # (H, 4)
+    on = torch.stack(
+        [torch.stack([maps[:, h, positions, positions - o].mean() for o in range(1, 5)]) for h in range(maps.shape[1])]
+    )  # (H, 4)
     out["ch02.heads4_steps500"] = r["accuracy"]
     out["ch02.heads4_weight_on_offset"] = float(on.max(dim=1).values.min())
     out["ch02.heads4_offsets_distinct"] = float(sorted(int(i) + 1 for i in on.argmax(dim=1)) == [1, 2, 3, 4])
@@ -105,8 +109,9 @@ def probes() -> dict:
 
 def run_one(env: dict) -> dict:
     full_env = {**os.environ, **env, "TQDM_DISABLE": "1", "MHA_DEVICE": "cpu"}
-    done = subprocess.run([sys.executable, __file__, "--probes"], env=full_env, cwd=ROOT,
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, __file__, "--probes"], env=full_env, cwd=ROOT, capture_output=True, text=True, check=True
+    )
     return {"env": env, "values": json.loads(done.stdout.strip().splitlines()[-1])}
 
 
@@ -143,11 +148,18 @@ def main(argv: list[str]) -> int:
     table = {name: [r["values"][name] for r in results] for name in names}
     data = {
         "about": "Live training probes of chapters 1, 2 and 5 under emulated CPUs and last-bit "
-                 "perturbations of the initial weights; band = [min - margin, max + margin], "
-                 "margin = 0.02 + (max - min).",
+        "perturbations of the initial weights; band = [min - margin, max + margin], "
+        "margin = 0.02 + (max - min).",
         "provenance": provenance("python scripts/measure_portability.py", runs=configs),
-        "probes": {name: {"values": [round(v, 6) for v in vals], "min": round(min(vals), 6),
-                          "max": round(max(vals), 6), "band": band(vals)} for name, vals in table.items()},
+        "probes": {
+            name: {
+                "values": [round(v, 6) for v in vals],
+                "min": round(min(vals), 6),
+                "max": round(max(vals), 6),
+                "band": band(vals),
+            }
+            for name, vals in table.items()
+        },
     }
     PORTABILITY_PATH.write_text(json.dumps(data, indent=1) + "\n")
     for name, probe in data["probes"].items():

@@ -5,6 +5,7 @@ Usage: python scripts/nbval_cells.py [NOTEBOOK ...]   (default: every book/*.ipy
 A code cell is *compared* when it has stored outputs and no ``# NBVAL_IGNORE_OUTPUT`` /
 ``# NBVAL_SKIP`` marker (or tag). ``make test`` prints the total after the nbval run.
 """
+
 from __future__ import annotations
 
 import sys
@@ -30,10 +31,11 @@ def main(argv: list[str]) -> int:
         counts = cell_counts(nbformat.read(path, as_version=4))
         for key in total:
             total[key] += counts[key]
-        print(f"  {path.name}: {counts['compared']} compared, {counts['ignored']} ignored, "
-              f"{counts['code']} code cells")
-    print(f"nbval compares the stored outputs of {total['compared']} cells in {len(paths)} notebooks "
-          f"({total['code']} code cells run, {total['ignored']} marked NBVAL_IGNORE_OUTPUT/SKIP)")
+        print(f"  {path.name}: {counts['compared']} compared, {counts['ignored']} ignored, {counts['code']} code cells")
+    print(
+        f"nbval compares the stored outputs of {total['compared']} cells in {len(paths)} notebooks "
+        f"({total['code']} code cells run, {total['ignored']} marked NBVAL_IGNORE_OUTPUT/SKIP)"
+    )
     return 0
 
 

@@ -6,6 +6,7 @@ Shared by ``execute_notebooks.py`` (writes the ``.ipynb``), ``check_sync.py`` (t
 the tests. A cell's id is a hash of its type and source (plus a counter for repeated sources), so
 inserting a cell changes no other cell's id, and only outputs that really changed appear in a diff.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -55,8 +56,7 @@ def assign_ids(nb) -> None:
 
 def cell_signature(nb) -> list[tuple[str, str, tuple]]:
     """What the two forms must agree on: each cell's type, source and tags, in order."""
-    return [(c.cell_type, c.source.strip("\n"), tuple(c.get("metadata", {}).get("tags", [])))
-            for c in nb.cells]
+    return [(c.cell_type, c.source.strip("\n"), tuple(c.get("metadata", {}).get("tags", []))) for c in nb.cells]
 
 
 def out_of_sync(text: Path) -> list[str]:

@@ -1,4 +1,5 @@
 """Shared fixtures: the device under test and a CPU generator for reproducible draws."""
+
 import os
 
 import pytest

@@ -1,12 +1,13 @@
 """scaled_dot_product_attention, masks and head reshapes against independent references."""
+
 import math
 
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import randn
 
 import mha
-from conftest import randn
 
 TOL = {torch.float32: 1e-5, torch.float64: 1e-12}
 
@@ -91,8 +92,11 @@ def test_fused_attention_matches_the_explicit_recipe(device, dtype, mask_kind):
     q, k, v = (randn(2, 3, 6, 8, seed=s, dtype=dtype, device=device) for s in (1, 2, 3))
     allowed = randn(2, 1, 6, 6, seed=4, device=device) > -0.5
     allowed[0, 0, 2] = False  # query 3 of the first sequence sees no key
-    mask = {None: None, "bool": allowed,
-            "float": torch.zeros(2, 1, 6, 6, dtype=dtype, device=device).masked_fill(~allowed, float("-inf"))}[mask_kind]
+    mask = {
+        None: None,
+        "bool": allowed,
+        "float": torch.zeros(2, 1, 6, 6, dtype=dtype, device=device).masked_fill(~allowed, float("-inf")),
+    }[mask_kind]
     expected, _ = mha.scaled_dot_product_attention(q, k, v, mask)
     assert torch.allclose(mha.fused.fused_attention(q, k, v, mask), expected, atol=TOL[dtype] * 10)
 
@@ -148,7 +152,7 @@ def test_split_merge_round_trip(num_heads):
     # Head h holds features h·Dh .. (h+1)·Dh of every token.
     dh = 12 // num_heads
     for h in range(num_heads):
-        assert torch.equal(heads[:, h], x[..., h * dh:(h + 1) * dh])
+        assert torch.equal(heads[:, h], x[..., h * dh : (h + 1) * dh])
     assert torch.equal(mha.merge_heads(heads), x)
 
 
@@ -158,6 +162,7 @@ def test_average_heads():
 
 
 # --- bad input: each mistake a learner makes gets a message naming the argument ---
+
 
 def test_error_non_floating():
     x = torch.ones(2, 3, dtype=torch.long)
@@ -176,7 +181,9 @@ def test_error_rank():
 
 
 def test_error_last_dim_mismatch():
-    with pytest.raises(ValueError, match=r"q and k must have the same last dimension \(head_dim\), found q \(2, 3\) and k \(4, 5\)"):
+    with pytest.raises(
+        ValueError, match=r"q and k must have the same last dimension \(head_dim\), found q \(2, 3\) and k \(4, 5\)"
+    ):
         mha.scaled_dot_product_attention(torch.ones(2, 3), torch.ones(4, 5), torch.ones(4, 5))
 
 
@@ -197,7 +204,9 @@ def test_error_dtype_mismatch():
 
 def test_error_mask_shape():
     x = torch.ones(2, 4, 3)
-    with pytest.raises(ValueError, match=r"mask must broadcast to \(\.\.\., T, S\) = \(2, 4, 4\), found shape \(3, 4\)"):
+    with pytest.raises(
+        ValueError, match=r"mask must broadcast to \(\.\.\., T, S\) = \(2, 4, 4\), found shape \(3, 4\)"
+    ):
         mha.scaled_dot_product_attention(x, x, x, torch.ones(3, 4, dtype=torch.bool))
 
 
@@ -215,11 +224,14 @@ def test_error_mask_dtype():
         mha.scaled_dot_product_attention(x, x, x, torch.ones(4, 4, dtype=torch.long))
 
 
-@pytest.mark.parametrize("args,exc,msg", [
-    ((0,), ValueError, "T must be a positive int, found 0"),
-    ((2.5,), TypeError, r"T must be a positive int, found float \(2.5\)"),
-    ((4, 2), ValueError, r"S \(2\) must be >= T \(4\)"),
-])
+@pytest.mark.parametrize(
+    "args,exc,msg",
+    [
+        ((0,), ValueError, "T must be a positive int, found 0"),
+        ((2.5,), TypeError, r"T must be a positive int, found float \(2.5\)"),
+        ((4, 2), ValueError, r"S \(2\) must be >= T \(4\)"),
+    ],
+)
 def test_error_causal_mask(args, exc, msg):
     with pytest.raises(exc, match=msg):
         mha.causal_mask(*args)

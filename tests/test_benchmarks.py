@@ -1,4 +1,5 @@
 """The benchmark suite runs at tiny sizes so it cannot rot (no timing assertions)."""
+
 import json
 
 import pytest
@@ -68,9 +69,11 @@ def test_bench_explorers_times_every_frame(tmp_path):
     import mha.viz.widgets
     from benchmarks import bench_explorers
 
-    source = ("import matplotlib.pyplot as plt\nfrom mha.viz.widgets import explorer\n"
-              "def render(n):\n    fig, ax = plt.subplots()\n    ax.plot(range(n))\n    return fig\n"
-              "explorer(render, {'n': [2, 3, 4]}, title='toy')")
+    source = (
+        "import matplotlib.pyplot as plt\nfrom mha.viz.widgets import explorer\n"
+        "def render(n):\n    fig, ax = plt.subplots()\n    ax.plot(range(n))\n    return fig\n"
+        "explorer(render, {'n': [2, 3, 4]}, title='toy')"
+    )
     path = tmp_path / "toy.ipynb"
     nbformat.write(new_notebook(cells=[new_code_cell(source)]), path)
     original = mha.viz.widgets.explorer

@@ -9,6 +9,7 @@ screenshot of each page is saved under ``_build/screenshots/`` for review.
 Needs the built book (``make book``) and Debian's Chromium (``apt-get install chromium``);
 without Chromium the test is skipped with that message. ``make test`` builds the book first.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -27,8 +28,15 @@ from conftest import skip_or_fail
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 SCREENSHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--disable-default-apps"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+]
 EXPLORER_CLASS = 'class="mha-explorer '
 
 
@@ -53,8 +61,13 @@ def toc_pages() -> list[str]:
 
 
 def chromium_path() -> str | None:
-    for candidate in (os.environ.get("CHROMIUM"), shutil.which("chromium"), shutil.which("chromium-browser"),
-                      "/usr/bin/chromium", shutil.which("google-chrome")):
+    for candidate in (
+        os.environ.get("CHROMIUM"),
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+        "/usr/bin/chromium",
+        shutil.which("google-chrome"),
+    ):
         if candidate and Path(candidate).exists():
             return candidate
     return None
@@ -106,9 +119,11 @@ def server():
 def browser():
     executable = chromium_path()
     if executable is None:
-        skip_or_fail("Chromium not found, so the offline browser test is skipped. Install it with "
-                    "`sudo apt-get update && sudo apt-get install -y chromium` (Debian/Ubuntu), "
-                    "or point CHROMIUM=/path/to/chromium at one; then re-run `make test`.")
+        skip_or_fail(
+            "Chromium not found, so the offline browser test is skipped. Install it with "
+            "`sudo apt-get update && sudo apt-get install -y chromium` (Debian/Ubuntu), "
+            "or point CHROMIUM=/path/to/chromium at one; then re-run `make test`."
+        )
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: make install")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
@@ -120,9 +135,13 @@ def _typeset(page) -> None:
     """Wait until the book's MathJax has typeset the page (if the page loads MathJax)."""
     page.wait_for_function(
         "() => !document.querySelector('script[src*=\"mathjax\"]') || "
-        "(window.MathJax && MathJax.startup && MathJax.startup.promise)", timeout=30_000)
-    page.evaluate("() => window.MathJax && MathJax.startup && MathJax.startup.promise "
-                  "? MathJax.startup.promise.then(() => true) : true")
+        "(window.MathJax && MathJax.startup && MathJax.startup.promise)",
+        timeout=30_000,
+    )
+    page.evaluate(
+        "() => window.MathJax && MathJax.startup && MathJax.startup.promise "
+        "? MathJax.startup.promise.then(() => true) : true"
+    )
 
 
 RAW_TEX = r"""() => {
@@ -194,8 +213,9 @@ def visit(browser, url: str, screenshot: Path | None = None) -> dict:
     context.route("**/*", route)
     page = context.new_page()
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("requestfailed", lambda req: urlparse(req.url).netloc == host and failed.append(
-        f"{req.url} ({req.failure})"))
+    page.on(
+        "requestfailed", lambda req: urlparse(req.url).netloc == host and failed.append(f"{req.url} ({req.failure})")
+    )
     page.on("response", lambda resp: resp.status >= 400 and failed.append(f"{resp.url} (HTTP {resp.status})"))
     try:
         page.goto(url, wait_until="load")
@@ -225,7 +245,8 @@ def test_page_works_offline(page_name, server, browser):
     assert not failed, f"{page_name}: requests failed: {failed}"
     assert not errors, f"{page_name}: JavaScript errors: {errors}"
     assert facts["mathTypeset"] == facts["math"], (
-        f"{page_name}: {facts['math'] - facts['mathTypeset']} of {facts['math']} math elements not typeset")
+        f"{page_name}: {facts['math'] - facts['mathTypeset']} of {facts['math']} math elements not typeset"
+    )
     assert not raw_tex, f"{page_name}: raw TeX left on the page: {raw_tex[:5]}"
     if page_name == "book/notation":  # the math check is not vacuous: this page is mostly math
         assert facts["math"] >= 10, f"{page_name}: only {facts['math']} math elements found"
@@ -233,7 +254,8 @@ def test_page_works_offline(page_name, server, browser):
     assert facts["widgetViews"] == 0, f"{page_name}: widget views instead of the explorers' HTML"
     assert len(facts["explorers"]) == expected_explorers(page_name), (
         f"{page_name}: {len(facts['explorers'])} explorers on the page, "
-        f"{expected_explorers(page_name)} stored in the notebook")
+        f"{expected_explorers(page_name)} stored in the notebook"
+    )
     for explorer, move in zip(facts["explorers"], moved):
         assert explorer["ready"], f"{page_name}: explorer {explorer['id']} script did not run"
         assert explorer["controls"] >= 1, f"{page_name}: explorer {explorer['id']} has no control"
@@ -251,9 +273,11 @@ def test_book_has_a_page_with_math_and_an_explorer():
 def test_the_harness_catches_outside_requests_and_raw_tex(browser, tmp_path):
     """A page that loads a script and an image from elsewhere, and shows untypeset math, fails."""
     (tmp_path / "bad.html").write_text(
-        '<html><body><main><p>Raw math: $$x^2$$</p>'
+        "<html><body><main><p>Raw math: $$x^2$$</p>"
         '<img src="https://example.org/logo.png">'
-        '<script src="https://cdn.example.org/embed-amd.js"></script></main></body></html>', encoding="utf-8")
+        '<script src="https://cdn.example.org/embed-amd.js"></script></main></body></html>',
+        encoding="utf-8",
+    )
     with serve(tmp_path) as url:
         facts = visit(browser, f"{url}/bad.html")
     assert sorted(facts["refused"]) == ["https://cdn.example.org/embed-amd.js", "https://example.org/logo.png"]

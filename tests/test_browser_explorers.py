@@ -6,6 +6,7 @@ explorers: every request outside the page or the book is blocked; each control i
 ArrowRight on a slider, choosing an option in a dropdown) and the displayed frame must change and
 equal the frame precomputed for the selected values (with its alt text and the shown value).
 """
+
 import json
 import os
 from pathlib import Path
@@ -14,21 +15,31 @@ import pytest
 from conftest import skip_or_fail
 
 CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 BOOK_HTML = Path(__file__).resolve().parents[1] / "_build" / "html"
 
 if not Path(CHROMIUM).exists():
-    skip_or_fail(f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set MHA_CHROMIUM)",
-                 allow_module_level=True)
+    skip_or_fail(
+        f"Chromium not found at {CHROMIUM} (apt-get install chromium, or set MHA_CHROMIUM)", allow_module_level=True
+    )
 sync_api = pytest.importorskip("playwright.sync_api", reason="Python playwright is not installed")
 
 
 def book_pages_with_explorers():
     if not BOOK_HTML.is_dir():
         return []
-    return sorted(p for p in BOOK_HTML.rglob("*.html")
-                  if "_sources" not in p.parts and 'class="mha-explorer' in p.read_text(encoding="utf-8"))
+    return sorted(
+        p
+        for p in BOOK_HTML.rglob("*.html")
+        if "_sources" not in p.parts and 'class="mha-explorer' in p.read_text(encoding="utf-8")
+    )
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +83,9 @@ def shown(page, eid):
              const values = [...root.querySelectorAll('output')].map(o => o.textContent);
              return {src: img.getAttribute('src'), alt: img.alt, width: img.naturalWidth, values: values,
                      frame: root.getAttribute('data-frame')};
-           }""", eid)
+           }""",
+        eid,
+    )
 
 
 def check_explorer(page, eid):
@@ -80,8 +93,10 @@ def check_explorer(page, eid):
     data = json.loads(page.text_content(f"#{eid}-data"))
     sizes = [len(labels) for labels in data["labels"]]
     position = [0] * len(sizes)
-    kinds = [page.locator(f"#{eid}-c{i}").evaluate("node => node.tagName.toLowerCase() + ':' + (node.type || '')")
-             for i in range(len(sizes))]
+    kinds = [
+        page.locator(f"#{eid}-c{i}").evaluate("node => node.tagName.toLowerCase() + ':' + (node.type || '')")
+        for i in range(len(sizes))
+    ]
     moves = 0
 
     def expect(before=None):
@@ -97,9 +112,14 @@ def check_explorer(page, eid):
             f"#{eid} input[type=range]", "nodes => nodes.map(n => n.getAttribute('aria-valuetext'))"
         ) == [labels[k] for labels, k, kind in zip(data["labels"], position, kinds) if kind == "input:range"]
         page.wait_for_function(
-            "eid => document.getElementById(eid).querySelector('img.mha-explorer-frame').complete", arg=eid)
-        assert page.evaluate(
-            "eid => document.getElementById(eid).querySelector('img.mha-explorer-frame').naturalWidth", eid) > 0
+            "eid => document.getElementById(eid).querySelector('img.mha-explorer-frame').complete", arg=eid
+        )
+        assert (
+            page.evaluate(
+                "eid => document.getElementById(eid).querySelector('img.mha-explorer-frame').naturalWidth", eid
+            )
+            > 0
+        )
         if before is not None and data["index"][index] != data["index"][before]:
             assert now["src"] != data["frames"][data["index"][before]], f"{eid}: frame did not change"
         return index
@@ -145,14 +165,23 @@ def test_explorers_in_a_page_built_here(browser, tmp_path):
 
     explorers = [
         explorer(render, {"slope": [-2, -1, 0, 1, 2]}, title="One slider"),
-        explorer(render, {"style": ["solid", "dashed", "dotted"]}, title="One dropdown",
-                 alt=lambda style: f"a {style} line"),
-        explorer(render, {"slope": [0, 1, 2], "style": ["solid", "dashed"], "width": [1, 3]},
-                 title="Two sliders and a dropdown", caption="All three at once."),
+        explorer(
+            render, {"style": ["solid", "dashed", "dotted"]}, title="One dropdown", alt=lambda style: f"a {style} line"
+        ),
+        explorer(
+            render,
+            {"slope": [0, 1, 2], "style": ["solid", "dashed"], "width": [1, 3]},
+            title="Two sliders and a dropdown",
+            caption="All three at once.",
+        ),
     ]
     page_file = tmp_path / "explorers.html"
-    page_file.write_text("<!doctype html><html><head><meta charset='utf-8'><title>explorers</title></head><body>"
-                         + "\n".join(ex.html for ex in explorers) + "</body></html>", encoding="utf-8")
+    page_file.write_text(
+        "<!doctype html><html><head><meta charset='utf-8'><title>explorers</title></head><body>"
+        + "\n".join(ex.html for ex in explorers)
+        + "</body></html>",
+        encoding="utf-8",
+    )
     context, page, blocked, errors = open_offline(browser, page_file.as_uri(), tmp_path)
     try:
         assert explorer_ids(page) == [ex.element_id for ex in explorers]
@@ -167,10 +196,11 @@ def test_explorers_in_a_page_built_here(browser, tmp_path):
         context.close()
 
 
-@pytest.mark.skipif(not book_pages_with_explorers(),
-                    reason=f"no built book page with explorers under {BOOK_HTML} (run `make book` first)")
-@pytest.mark.parametrize("page_path", book_pages_with_explorers(),
-                         ids=lambda p: str(p.relative_to(BOOK_HTML)))
+@pytest.mark.skipif(
+    not book_pages_with_explorers(),
+    reason=f"no built book page with explorers under {BOOK_HTML} (run `make book` first)",
+)
+@pytest.mark.parametrize("page_path", book_pages_with_explorers(), ids=lambda p: str(p.relative_to(BOOK_HTML)))
 def test_every_explorer_in_the_built_book(browser, page_path):
     context, page, blocked, errors = open_offline(browser, page_path.as_uri(), BOOK_HTML)
     try:

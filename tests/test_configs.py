@@ -4,15 +4,15 @@ Every formula is compared with something independent: ``sum(p.numel())`` of real
 modules, ``FlopCounterMode`` on a real forward pass, the bytes of real ``mha.KVCache`` tensors
 during decoding, and numbers worked out by hand.
 """
+
 import pytest
 import torch
+from conftest import randn
 from torch import nn
 
 import mha
 from mha import viz
 from mha.chapters import configs as C
-
-from conftest import randn
 
 ALL_CONFIGS = C.CLASSIC_CONFIGS + C.LLAMA2_CONFIGS
 
@@ -33,18 +33,22 @@ SHAPES = [(8, 1), (8, 2), (12, 3), (64, 8), (96, 12), (768, 12), (1024, 16), (12
 def test_attention_params_match_torch_and_mha_modules(d_model, num_heads, bias):
     expected = mha.attention_params(d_model, num_heads, bias=bias)
     with torch.device("meta"):  # shapes only: no memory, no initialisation cost
-        modules = [nn.MultiheadAttention(d_model, num_heads, bias=bias),
-                   mha.MultiHeadAttention(d_model, num_heads, bias=bias),
-                   mha.GroupedQueryAttention(d_model, num_heads, num_heads, bias=bias),
-                   mha.LoopedMultiHeadAttention(d_model, num_heads, bias=bias)]
+        modules = [
+            nn.MultiheadAttention(d_model, num_heads, bias=bias),
+            mha.MultiHeadAttention(d_model, num_heads, bias=bias),
+            mha.GroupedQueryAttention(d_model, num_heads, num_heads, bias=bias),
+            mha.LoopedMultiHeadAttention(d_model, num_heads, bias=bias),
+        ]
     for module in modules:
         assert numel(module) == expected
     assert expected == 4 * d_model**2 + (4 * d_model if bias else 0)
 
 
 @pytest.mark.parametrize("bias", [True, False])
-@pytest.mark.parametrize("d_model,num_heads,num_kv_heads", [
-    (8, 2, 1), (16, 4, 2), (64, 8, 1), (64, 8, 4), (96, 12, 3), (4096, 32, 8), (8192, 64, 8)])
+@pytest.mark.parametrize(
+    "d_model,num_heads,num_kv_heads",
+    [(8, 2, 1), (16, 4, 2), (64, 8, 1), (64, 8, 4), (96, 12, 3), (4096, 32, 8), (8192, 64, 8)],
+)
 def test_gqa_params_match_modules_and_closed_form(d_model, num_heads, num_kv_heads, bias):
     with torch.device("meta"):
         module = mha.GroupedQueryAttention(d_model, num_heads, num_kv_heads, bias=bias)
@@ -103,6 +107,7 @@ def test_source_gqa_formula_leaves_out_w_o():
 # Whole models
 # ---------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("cfg", ALL_CONFIGS, ids=lambda c: c.name)
 def test_total_params_match_skeleton_and_released_checkpoint(cfg):
     assert C.total_params(cfg) == numel(C.build_skeleton(cfg)) == cfg.published_params
@@ -146,8 +151,11 @@ def test_llama_layer_params_match_modules():
 # FLOPs
 # ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("d_model,num_heads,num_kv_heads,seq_len", [
-    (32, 1, 1, 5), (32, 4, 4, 7), (32, 4, 2, 7), (48, 6, 1, 9), (64, 8, 8, 16)])
+
+@pytest.mark.parametrize(
+    "d_model,num_heads,num_kv_heads,seq_len",
+    [(32, 1, 1, 5), (32, 4, 4, 7), (32, 4, 2, 7), (48, 6, 1, 9), (64, 8, 8, 16)],
+)
 def test_flops_match_flop_counter(d_model, num_heads, num_kv_heads, seq_len):
     x = randn(2, seq_len, d_model, seed=1)
     module = mha.GroupedQueryAttention(d_model, num_heads, num_kv_heads).eval()
@@ -185,12 +193,12 @@ def test_flops_split_and_crossover():
 # KV cache
 # ---------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("num_heads,num_kv_heads", [(4, 4), (4, 2), (4, 1)])
 def test_kv_cache_bytes_during_decoding(dtype, num_heads, num_kv_heads):
     batch_size, d_model, num_layers, steps = 2, 32, 3, 6
-    layers = [mha.GroupedQueryAttention(d_model, num_heads, num_kv_heads).to(dtype).eval()
-              for _ in range(num_layers)]
+    layers = [mha.GroupedQueryAttention(d_model, num_heads, num_kv_heads).to(dtype).eval() for _ in range(num_layers)]
     caches = [layer.new_cache(batch_size, steps) for layer in layers]
     head_dim, size = d_model // num_heads, torch.empty((), dtype=dtype).element_size()
     allocated = sum(c.nbytes for c in caches)
@@ -198,10 +206,10 @@ def test_kv_cache_bytes_during_decoding(dtype, num_heads, num_kv_heads):
     x = randn(batch_size, steps, d_model, seed=3).to(dtype)
     with torch.no_grad():
         for t in range(steps):
-            h = x[:, t:t + 1]
+            h = x[:, t : t + 1]
             for layer, cache in zip(layers, caches):
                 h, _ = layer.decode_step(h, cache)
-            used = sum(c.keys[:, :, :c.length].nbytes + c.values[:, :, :c.length].nbytes for c in caches)
+            used = sum(c.keys[:, :, : c.length].nbytes + c.values[:, :, : c.length].nbytes for c in caches)
             assert used == mha.kv_cache_bytes(batch_size, t + 1, num_layers, num_kv_heads, head_dim, size)
     if num_kv_heads == num_heads:  # seed 003's 2·b·d_model·L: elements of one layer
         elements = C.source_cache_elements(batch_size, steps, d_model)
@@ -228,8 +236,13 @@ def test_kv_cache_table_by_hand():
 
 def test_max_context_is_the_largest_that_fits():
     budget = 24 * C.GIB
-    for layers, g, dh, size, batch in [(32, 32, 128, 2, 1), (80, 8, 128, 2, 1), (32, 32, 128, 1, 1),
-                                       (32, 8, 128, 2, 8), (12, 12, 64, 4, 3)]:
+    for layers, g, dh, size, batch in [
+        (32, 32, 128, 2, 1),
+        (80, 8, 128, 2, 1),
+        (32, 32, 128, 1, 1),
+        (32, 8, 128, 2, 8),
+        (12, 12, 64, 4, 3),
+    ]:
         n = C.max_context(budget, layers, g, dh, size, batch_size=batch)
         assert mha.kv_cache_bytes(batch, n, layers, g, dh, size) <= budget
         assert mha.kv_cache_bytes(batch, n + 1, layers, g, dh, size) > budget
@@ -256,13 +269,16 @@ def test_calculator():
     assert c["head_dim"] == 128 and c["params_per_layer"] == mha.attention_params(4096, 32, 8, bias=False)
     assert c["params_stack"] == 32 * c["params_per_layer"]
     assert c["cache_bytes"] * 4 == c["cache_bytes_mha"] == 4 * C.GIB
-    assert c["projection_flops"] + c["attention_flops"] == c["flops_per_layer"] == mha.attention_flops(4096, 4096, 32, 8)
+    assert (
+        c["projection_flops"] + c["attention_flops"] == c["flops_per_layer"] == mha.attention_flops(4096, 4096, 32, 8)
+    )
     assert c["crossover_seq_len"] == 4096 + 8 * 128
 
 
 # ---------------------------------------------------------------------------------------------
 # Explorers, plots, formatting, errors
 # ---------------------------------------------------------------------------------------------
+
 
 def test_explorer_grids_are_small_and_valid():
     from mha.viz.widgets import frame_count, grid
@@ -276,8 +292,14 @@ def test_explorer_grids_are_small_and_valid():
         assert C.KV_EXPLORER_MODEL["num_heads"] % values["num_kv_heads"] == 0
         v = C.kv_explorer_values(**values)
         assert v["at_32k"] == 32768 * v["per_token"] and v["at_4k"] == 4096 * v["per_token"]
-        assert v["max_context"] == C.max_context(24 * C.GIB, values["num_layers"], values["num_kv_heads"], 128,
-                                                 C.BYTES_PER_ELEMENT[values["precision"]], values["batch_size"])
+        assert v["max_context"] == C.max_context(
+            24 * C.GIB,
+            values["num_layers"],
+            values["num_kv_heads"],
+            128,
+            C.BYTES_PER_ELEMENT[values["precision"]],
+            values["batch_size"],
+        )
         assert f"{v['max_context']} tokens" in C.kv_alt(**values)
 
 
@@ -285,9 +307,12 @@ def test_render_functions_return_figures():
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
-    figs = [viz.configs.render_cost(768, 4, 2048), viz.configs.render_kv(8, 32, 1, "fp16"),
-            viz.configs.plot_flops_vs_seq_len(768, 12, [64, 1024, 8192], mark=1024),
-            viz.configs.plot_gqa_sweep(C.gqa_sweep(64, 8, 2, 10), title="sweep")]
+    figs = [
+        viz.configs.render_cost(768, 4, 2048),
+        viz.configs.render_kv(8, 32, 1, "fp16"),
+        viz.configs.plot_flops_vs_seq_len(768, 12, [64, 1024, 8192], mark=1024),
+        viz.configs.plot_gqa_sweep(C.gqa_sweep(64, 8, 2, 10), title="sweep"),
+    ]
     try:
         for fig in figs:
             assert isinstance(fig, Figure) and all(ax.get_title() for ax in fig.axes)
@@ -304,14 +329,21 @@ def test_format_helpers():
     assert table.splitlines() == ["A    bee", "-  -----", "1  50.0%"]
 
 
-@pytest.mark.parametrize("call,exc,msg", [
-    (lambda: C.config("GPT-5"), ValueError, r"name must be one of .* found 'GPT-5'"),
-    (lambda: C.ModelConfig("x", "t5", 64, 4, 1, 256, 100), ValueError, r"family must be 'bert', 'gpt2' or 'llama'"),
-    (lambda: C.ModelConfig("x", "gpt2", 64, 5, 1, 256, 100), ValueError, r"d_model \(64\) must be divisible by num_heads \(5\)"),
-    (lambda: C.params_fixed_head_dim(64, 4, 0), ValueError, r"head_dim must be a positive int, found 0"),
-    (lambda: C.max_context(0, 32, 32, 128), ValueError, r"budget_bytes must be a positive int, found 0"),
-    (lambda: C.divisors(2.5), TypeError, r"n must be a positive int, found float"),
-])
+@pytest.mark.parametrize(
+    "call,exc,msg",
+    [
+        (lambda: C.config("GPT-5"), ValueError, r"name must be one of .* found 'GPT-5'"),
+        (lambda: C.ModelConfig("x", "t5", 64, 4, 1, 256, 100), ValueError, r"family must be 'bert', 'gpt2' or 'llama'"),
+        (
+            lambda: C.ModelConfig("x", "gpt2", 64, 5, 1, 256, 100),
+            ValueError,
+            r"d_model \(64\) must be divisible by num_heads \(5\)",
+        ),
+        (lambda: C.params_fixed_head_dim(64, 4, 0), ValueError, r"head_dim must be a positive int, found 0"),
+        (lambda: C.max_context(0, 32, 32, 128), ValueError, r"budget_bytes must be a positive int, found 0"),
+        (lambda: C.divisors(2.5), TypeError, r"n must be a positive int, found float"),
+    ],
+)
 def test_errors(call, exc, msg):
     with pytest.raises(exc, match=msg):
         call()

@@ -1,4 +1,5 @@
 """Parameter, FLOP and KV-cache formulas against real modules, real tensors and hand-worked numbers."""
+
 import pytest
 import torch
 from torch import nn
@@ -97,13 +98,24 @@ def test_kv_cache_bytes_match_real_cache(num_kv_heads, dtype):
     assert cache.nbytes == cache.keys.untyped_storage().nbytes() + cache.values.untyped_storage().nbytes()
 
 
-@pytest.mark.parametrize("call,exc,msg", [
-    (lambda: mha.attention_params(10, 3), ValueError, r"d_model \(10\) must be divisible by num_heads \(3\)"),
-    (lambda: mha.attention_params(12, 4, 3), ValueError, r"num_heads \(4\) must be divisible by num_kv_heads \(3\)"),
-    (lambda: mha.attention_flops(0, 8, 2), ValueError, "seq_len must be a positive int, found 0"),
-    (lambda: mha.kv_cache_bytes(1, 8, 2, 2, 4, bytes_per_element=0), ValueError, "bytes_per_element must be a positive int"),
-    (lambda: mha.kv_cache_bytes(1, "8", 2, 2, 4), TypeError, "seq_len must be a positive int, found str"),
-])
+@pytest.mark.parametrize(
+    "call,exc,msg",
+    [
+        (lambda: mha.attention_params(10, 3), ValueError, r"d_model \(10\) must be divisible by num_heads \(3\)"),
+        (
+            lambda: mha.attention_params(12, 4, 3),
+            ValueError,
+            r"num_heads \(4\) must be divisible by num_kv_heads \(3\)",
+        ),
+        (lambda: mha.attention_flops(0, 8, 2), ValueError, "seq_len must be a positive int, found 0"),
+        (
+            lambda: mha.kv_cache_bytes(1, 8, 2, 2, 4, bytes_per_element=0),
+            ValueError,
+            "bytes_per_element must be a positive int",
+        ),
+        (lambda: mha.kv_cache_bytes(1, "8", 2, 2, 4), TypeError, "seq_len must be a positive int, found str"),
+    ],
+)
 def test_errors(call, exc, msg):
     with pytest.raises(exc, match=msg):
         call()

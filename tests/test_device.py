@@ -1,4 +1,5 @@
 """get_device: MHA_DEVICE wins, CUDA is never a silent fall-back."""
+
 import pytest
 import torch
 

@@ -1,4 +1,5 @@
 """mha.EncoderLayer against torch.nn.TransformerEncoderLayer and against its own equations."""
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -12,8 +13,9 @@ D, H, D_FF, B, T = 16, 4, 32, 3, 7
 
 def torch_layer(norm_first, activation="gelu", dtype=torch.float64, seed=0, bias=True):
     torch.manual_seed(seed)
-    layer = nn.TransformerEncoderLayer(D, H, D_FF, dropout=0.1, activation=activation, batch_first=True,
-                                       norm_first=norm_first, bias=bias, dtype=dtype)
+    layer = nn.TransformerEncoderLayer(
+        D, H, D_FF, dropout=0.1, activation=activation, batch_first=True, norm_first=norm_first, bias=bias, dtype=dtype
+    )
     with torch.no_grad():  # non-trivial LayerNorm parameters, so a swapped norm would show
         for norm in (layer.norm1, layer.norm2):
             norm.weight.uniform_(0.5, 1.5)

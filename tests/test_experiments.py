@@ -1,16 +1,17 @@
 """Tests for chapter 1's experiment: the task, the model, reproducibility and the cached grid."""
+
 import pytest
 import torch
+from conftest import skip_or_fail
 
 import mha
 from mha import provenance, viz
 from mha.chapters import head_count as E
-from mha.chapters import task as relation_task
 from mha.chapters import single_head
-from conftest import skip_or_fail
-
+from mha.chapters import task as relation_task
 
 # ---------------------------------------------------------------- the task
+
 
 @pytest.mark.parametrize("num_relations", [1, 2, 4])
 @pytest.mark.parametrize("seed", [0, 3])
@@ -52,6 +53,7 @@ def test_task_errors():
 
 
 # ---------------------------------------------------------------- the model
+
 
 @pytest.mark.parametrize("readout", ["linear", "mlp"])
 def test_same_parameter_count_for_every_head_count(readout):
@@ -96,7 +98,11 @@ def test_pluggable_attention():
     logits_b, weights_b = batched(task.test_x[:3])
     assert torch.allclose(logits_a, logits_b, atol=1e-5) and torch.allclose(weights_a, weights_b, atol=1e-6)
     result = relation_task.train_and_evaluate(looped, task, steps=5, seed=0)
-    assert result["num_heads"] == 2 and result["example_weights"].shape == (2, relation_task.SEQ_LEN, relation_task.SEQ_LEN)
+    assert result["num_heads"] == 2 and result["example_weights"].shape == (
+        2,
+        relation_task.SEQ_LEN,
+        relation_task.SEQ_LEN,
+    )
     assert result["attention_params"] == mha.attention_params(32, 2)
 
 
@@ -111,6 +117,7 @@ def test_model_errors():
 
 
 # ---------------------------------------------------------------- training
+
 
 def test_training_is_deterministic_and_silent(capsys):
     torch.set_num_threads(2)
@@ -147,6 +154,7 @@ def test_evaluate_counts_a_position_only_when_all_answers_are_right():
 
 
 # ---------------------------------------------------------------- the cached grid
+
 
 def test_cached_model_is_the_trained_one():
     if not E.MODEL_PATH.exists():
@@ -193,7 +201,10 @@ def test_grid_is_complete_and_consistent():
 @pytest.mark.parametrize("num_heads", E.GRID_HEADS)
 def test_cached_maps_are_attention_weights(num_heads):
     weights, labels = E.cached_maps(num_heads, seed=1)
-    assert weights.shape == (num_heads, relation_task.SEQ_LEN, relation_task.SEQ_LEN) and len(labels) == relation_task.SEQ_LEN
+    assert (
+        weights.shape == (num_heads, relation_task.SEQ_LEN, relation_task.SEQ_LEN)
+        and len(labels) == relation_task.SEQ_LEN
+    )
     assert torch.allclose(weights.sum(-1), torch.ones(num_heads, relation_task.SEQ_LEN, dtype=torch.float64), atol=3e-3)
     assert torch.all(weights.triu(1) == 0)
     profile = E.offset_profile(weights)
@@ -218,14 +229,17 @@ def test_cache_lookup_errors():
 
 
 def test_format_grid():
-    summary = {(1, 1): {"mean": 1.0, "min": 1.0, "max": 1.0, "seeds": 1},
-               (1, 2): {"mean": 0.5, "min": 0.4, "max": 0.6, "seeds": 2}}
+    summary = {
+        (1, 1): {"mean": 1.0, "min": 1.0, "max": 1.0, "seeds": 1},
+        (1, 2): {"mean": 0.5, "min": 0.4, "max": 0.6, "seeds": 2},
+    }
     text = E.format_grid(summary)
     assert text.splitlines()[1].split() == ["1", "1.00", "±", "0.00", "0.50", "±", "0.10"]
     assert E.format_grid(summary, spread=False).splitlines()[1].split() == ["1", "1.00", "0.50"]
 
 
 # ---------------------------------------------------------------- the hand-built single head
+
 
 @pytest.mark.parametrize("split", [0.0, 0.1, 0.3, 0.5, 0.8, 1.0])
 def test_two_sentences_by_hand(split):
@@ -253,7 +267,8 @@ def test_split_errors():
 def test_split_alt_text():
     assert single_head.split_alt(0.3) == (
         "The verb puts weight 0.3 on 'cat' and 0.7 on 'mouse'; its output is [0.3, 0.7] in "
-        "'cat chases mouse' and [0.7, 0.3] in 'mouse chases cat'.")
+        "'cat chases mouse' and [0.7, 0.3] in 'mouse chases cat'."
+    )
 
 
 def test_relations_refer_to_words():
@@ -269,8 +284,13 @@ def test_figures():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    for fig in (viz.single_head.render_split(0.2), viz.single_head.render_relations(), viz.head_count.render_head_maps(8, seed=2),
-                viz.head_count.plot_accuracy_vs_heads(), viz.head_count.plot_grid("linear")):
+    for fig in (
+        viz.single_head.render_split(0.2),
+        viz.single_head.render_relations(),
+        viz.head_count.render_head_maps(8, seed=2),
+        viz.head_count.plot_accuracy_vs_heads(),
+        viz.head_count.plot_grid("linear"),
+    ):
         assert isinstance(fig, matplotlib.figure.Figure) and fig.axes
         assert all(ax.get_title() for ax in fig.axes if ax.get_visible() and ax.axison)
         plt.close(fig)

@@ -10,6 +10,7 @@
 The checks are plain functions of ``{module name: source}``, so the last tests feed them small
 made-up packages and show that each one fails when it should.
 """
+
 from __future__ import annotations
 
 import ast
@@ -57,13 +58,15 @@ def imports_of(module: str, source: str, sources: dict) -> list[tuple[str, str |
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")
-                base = base[:len(base) - (node.level - 1)]
+                base = base[: len(base) - (node.level - 1)]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module
             for a in node.names:
                 sub, bound = f"{target}.{a.name}", a.asname or a.name
-                found.append((sub, None, node.lineno, bound) if sub in sources else (target, a.name, node.lineno, bound))
+                found.append(
+                    (sub, None, node.lineno, bound) if sub in sources else (target, a.name, node.lineno, bound)
+                )
     return found
 
 
@@ -81,17 +84,24 @@ def private_imports(sources: dict) -> list[str]:
                     problems.append(f"{module}:{line} imports the private module {target}")
         aliases = {bound for target, name, _, bound in imports if name is None and target in sources}
         for node in ast.walk(ast.parse(source)):
-            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
-                    and is_private(node.attr)):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and is_private(node.attr)
+            ):
                 problems.append(f"{module}:{node.lineno} reads {node.value.id}.{node.attr}")
     return problems
 
 
 def import_graph(sources: dict) -> dict[str, set[str]]:
     """Module -> the mha modules it imports (function-level imports included)."""
-    return {module: {target for target, _, _, _ in imports_of(module, source, sources)
-                     if target in sources and target != module}
-            for module, source in sources.items()}
+    return {
+        module: {
+            target for target, _, _, _ in imports_of(module, source, sources) if target in sources and target != module
+        }
+        for module, source in sources.items()
+    }
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -103,7 +113,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == "open":
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state:
                 cycle = visit(nxt)
                 if cycle:
@@ -172,8 +182,10 @@ FAKE = {
     "mha.core": "def f():\n    from .chapters.exp import g  # upward\n",
     "mha.helpers": "def _hidden():\n    pass\n",
     "mha.chapters": "",
-    "mha.chapters.exp": ("import matplotlib.pyplot as plt\nfrom ..helpers import _hidden\n"
-                         "from .. import helpers as h\nx = h._hidden\ndef g():\n    from . import other\n"),
+    "mha.chapters.exp": (
+        "import matplotlib.pyplot as plt\nfrom ..helpers import _hidden\n"
+        "from .. import helpers as h\nx = h._hidden\ndef g():\n    from . import other\n"
+    ),
     "mha.chapters.other": "from .exp import g\n",
     "mha.viz": "",
     "mha.viz.fig": "import matplotlib\nfrom ..chapters import exp\n",
@@ -181,10 +193,14 @@ FAKE = {
 
 
 def test_checks_catch_a_made_up_package():
-    assert private_imports(FAKE) == ["mha.chapters.exp:2 imports _hidden from mha.helpers",
-                                     "mha.chapters.exp:4 reads h._hidden"]
+    assert private_imports(FAKE) == [
+        "mha.chapters.exp:2 imports _hidden from mha.helpers",
+        "mha.chapters.exp:4 reads h._hidden",
+    ]
     assert find_cycle(import_graph(FAKE)) == ["mha.chapters.exp", "mha.chapters.other", "mha.chapters.exp"]
-    assert upward_imports(FAKE) == ["mha.core:2 (core) imports mha.chapters.exp (chapters)",
-                                    "mha.chapters.exp:1 imports matplotlib.pyplot"]
+    assert upward_imports(FAKE) == [
+        "mha.core:2 (core) imports mha.chapters.exp (chapters)",
+        "mha.chapters.exp:1 imports matplotlib.pyplot",
+    ]
     assert import_graph(FAKE)["mha.viz.fig"] == {"mha.chapters.exp"}
     assert layer("mha.viz.fig") == "viz" and layer("mha.fused") == layer("mha") == "core"

@@ -1,6 +1,8 @@
 """Chapter 5's merges: shapes, the concat == MultiHeadAttention identity, costs against real modules."""
+
 import pytest
 import torch
+from conftest import randn
 from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -8,7 +10,6 @@ import mha
 from mha import viz
 from mha.chapters import merging, role_heads
 from mha.chapters.merging import MERGES, MergedMultiHeadAttention
-from conftest import randn
 
 
 def n_params(module):
@@ -53,7 +54,10 @@ def test_concat_equals_multi_head_attention(bias, dtype, d_model, num_heads, dev
     ref = mha.MultiHeadAttention(d_model, num_heads, bias=bias).to(device, dtype)
     m = MergedMultiHeadAttention.from_multi_head(ref)
     assert n_params(m) == n_params(ref) == mha.attention_params(d_model, num_heads, bias=bias)
-    q, kv = randn(2, 4, d_model, seed=4, dtype=dtype, device=device), randn(2, 6, d_model, seed=5, dtype=dtype, device=device)
+    q, kv = (
+        randn(2, 4, d_model, seed=4, dtype=dtype, device=device),
+        randn(2, 6, d_model, seed=5, dtype=dtype, device=device),
+    )
     pad = torch.tensor([[False] * 6, [False] * 4 + [True] * 2], device=device)
     mask = torch.rand(4, 6, generator=torch.Generator().manual_seed(6)).to(device) > 0.3
     tol = 1e-5 if dtype == torch.float32 else 1e-12
@@ -233,8 +237,12 @@ def test_role_example_numbers(merge):
     heads = ex["heads"]  # (H, T, Dh); at the verb: head 1 = cat, head 2 = mouse
     assert torch.allclose(heads[0, 1], torch.tensor([1.0, 0, 0, 0], dtype=torch.float64), atol=1e-5)
     assert torch.allclose(heads[1, 1], torch.tensor([0, 0, 1.0, 0], dtype=torch.float64), atol=1e-5)
-    expected = {"concat": [1, 0, 0, 0, 0, 0, 1, 0], "average": [0.5, 0, 0.5, 0], "weighted": [0.75, 0, 0.25, 0],
-                "gated": [0.9526, 0, 0.0474, 0]}[merge]
+    expected = {
+        "concat": [1, 0, 0, 0, 0, 0, 1, 0],
+        "average": [0.5, 0, 0.5, 0],
+        "weighted": [0.75, 0, 0.25, 0],
+        "gated": [0.9526, 0, 0.0474, 0],
+    }[merge]
     assert torch.allclose(ex["merged"][1], torch.tensor(expected, dtype=torch.float64), atol=1e-4)
     assert ex["output"].shape == (3, 8)
     with pytest.raises(ValueError, match=r"sentence must be 3 words from \('cat', 'chases', 'mouse', 'dog'\)"):
@@ -258,14 +266,16 @@ def test_merge_experiment_is_deterministic():
     assert a == b
     assert a["merge_params"] == merging.merge_params(32, 4, "gated")
     assert a["params"] - merging.merge_experiment("concat", seed=1, num_relations=1, steps=1)["params"] == (
-        merging.merge_params(32, 4, "gated") - merging.merge_params(32, 4, "concat"))
+        merging.merge_params(32, 4, "gated") - merging.merge_params(32, 4, "concat")
+    )
     with pytest.raises(ValueError, match="merge must be one of"):
         merging.merge_experiment("max")
 
 
 def test_summaries_of_runs():
-    runs = [{"num_relations": 2, "strategy": "concat", "accuracy": a, "params": 10, "merge_params": 3}
-            for a in (0.5, 1.0)]
+    runs = [
+        {"num_relations": 2, "strategy": "concat", "accuracy": a, "params": 10, "merge_params": 3} for a in (0.5, 1.0)
+    ]
     (row,) = merging.summarize_merge_results(runs)
     assert (row["mean"], row["min"], row["max"], row["seeds"]) == (0.75, 0.5, 1.0, 2)
     cached = merging.load_merge_results()

@@ -1,12 +1,13 @@
 """Attention modules against torch.nn.MultiheadAttention, F.scaled_dot_product_attention and each other."""
+
 import pytest
 import torch
-import torch.nn.functional as F
-from hypothesis import given, settings, strategies as st
+from conftest import randn
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 import mha
-from conftest import randn
 
 TOL = {torch.float32: 1e-5, torch.float64: 1e-12}
 
@@ -15,8 +16,16 @@ TOL = {torch.float32: 1e-5, torch.float64: 1e-12}
 MHA_CLASSES = [mha.MultiHeadAttention, mha.FusedMultiHeadAttention]
 
 
-def torch_pair(d_model, num_heads, bias=True, dtype=torch.float32, device="cpu", batch_first=True, seed=0,
-               cls=mha.MultiHeadAttention):
+def torch_pair(
+    d_model,
+    num_heads,
+    bias=True,
+    dtype=torch.float32,
+    device="cpu",
+    batch_first=True,
+    seed=0,
+    cls=mha.MultiHeadAttention,
+):
     torch.manual_seed(seed)
     ref = nn.MultiheadAttention(d_model, num_heads, bias=bias, batch_first=batch_first).to(device, dtype).eval()
     return ref, cls.from_torch(ref).eval()
@@ -47,8 +56,9 @@ def test_cross_attention_with_masks(device, dtype, cls):
     may_attend = mha.causal_mask(4, 6, device=device)  # (T, S), True = may attend
     padding = torch.zeros(3, 6, dtype=torch.bool, device=device)
     padding[1, 4:] = True  # the last two keys of example 1 are padding
-    ref_out, ref_w = ref(query, memory, memory, attn_mask=~may_attend, key_padding_mask=padding,
-                         average_attn_weights=False)
+    ref_out, ref_w = ref(
+        query, memory, memory, attn_mask=~may_attend, key_padding_mask=padding, average_attn_weights=False
+    )
     for need_weights in (True, False):
         out, w = ours(query, memory, mask=may_attend, key_padding_mask=padding, need_weights=need_weights)
         assert torch.allclose(out, ref_out, atol=TOL[dtype])
@@ -136,8 +146,10 @@ def test_fused_layer_is_the_readable_layer(device, dtype):
     x, memory = randn(2, 5, 16, seed=1, dtype=dtype, device=device), randn(2, 7, 16, seed=2, dtype=dtype, device=device)
     padding = torch.zeros(2, 7, dtype=torch.bool, device=device)
     padding[0, 5:] = True
-    for args, kwargs in (((x,), {"mask": mha.causal_mask(5, device=device)}),
-                         ((x, memory), {"key_padding_mask": padding})):
+    for args, kwargs in (
+        ((x,), {"mask": mha.causal_mask(5, device=device)}),
+        ((x, memory), {"key_padding_mask": padding}),
+    ):
         for need_weights in (True, False):
             out_r, w_r = readable(*args, need_weights=need_weights, **kwargs)
             out_f, w_f = fast(*args, need_weights=need_weights, **kwargs)
@@ -154,7 +166,7 @@ def test_fused_layer_decodes_with_a_cache():
     fast = mha.FusedMultiHeadAttention(8, 2).double().eval()
     x = randn(1, 4, 8, seed=3, dtype=torch.float64)
     cache = fast.new_cache(1, 4)
-    steps = torch.cat([fast.decode_step(x[:, t:t + 1], cache)[0] for t in range(4)], dim=1)
+    steps = torch.cat([fast.decode_step(x[:, t : t + 1], cache)[0] for t in range(4)], dim=1)
     full, _ = fast.to_multi_head()(x, mask=mha.causal_mask(4))
     assert torch.allclose(steps, full, atol=1e-12)
 
@@ -181,8 +193,8 @@ def test_gqa_against_loop_over_heads(num_kv_heads):
     contexts = []
     for head in range(4):
         kv = head // group
-        q_h = q[..., head * dh:(head + 1) * dh]
-        k_h, v_h = k[..., kv * dh:(kv + 1) * dh], v[..., kv * dh:(kv + 1) * dh]
+        q_h = q[..., head * dh : (head + 1) * dh]
+        k_h, v_h = k[..., kv * dh : (kv + 1) * dh], v[..., kv * dh : (kv + 1) * dh]
         ctx, w_h = mha.scaled_dot_product_attention(q_h, k_h, v_h)
         assert torch.allclose(w_h, w[:, head], atol=1e-12)
         contexts.append(ctx)
@@ -201,8 +213,8 @@ def test_kv_cache_decoding_equals_full_causal_pass(device, num_heads, num_kv_hea
     cache = module.new_cache(batch_size=2, max_seq_len=7)
     outputs, start = [], 0
     for size in chunks:
-        out, w = module.decode_step(x[:, start:start + size], cache, need_weights=True)
-        assert torch.allclose(w, full_w[:, :, start:start + size, :start + size], atol=1e-12)
+        out, w = module.decode_step(x[:, start : start + size], cache, need_weights=True)
+        assert torch.allclose(w, full_w[:, :, start : start + size, : start + size], atol=1e-12)
         outputs.append(out)
         start += size
     assert cache.length == 7
@@ -226,9 +238,13 @@ def test_kv_cache_errors():
 
 def test_gradients_flow_to_every_parameter():
     torch.manual_seed(5)
-    for module in (mha.MultiHeadAttention(8, 2), mha.LoopedMultiHeadAttention(8, 2),
-                   mha.GroupedQueryAttention(8, 2, 1), mha.SingleHeadAttention(8),
-                   mha.FusedMultiHeadAttention(8, 2)):
+    for module in (
+        mha.MultiHeadAttention(8, 2),
+        mha.LoopedMultiHeadAttention(8, 2),
+        mha.GroupedQueryAttention(8, 2, 1),
+        mha.SingleHeadAttention(8),
+        mha.FusedMultiHeadAttention(8, 2),
+    ):
         x = randn(2, 3, 8, seed=6).requires_grad_()
         out, _ = module(x)
         out.square().sum().backward()
@@ -277,16 +293,20 @@ def test_permutation_equivariance(seed, seq_len, num_heads):
 
 # --- bad input ---
 
-@pytest.mark.parametrize("cls,args,exc,msg", [
-    (mha.MultiHeadAttention, (10, 3), ValueError, r"d_model \(10\) must be divisible by num_heads \(3\)"),
-    (mha.MultiHeadAttention, (0, 1), ValueError, "d_model must be a positive int, found 0"),
-    (mha.MultiHeadAttention, (8, -2), ValueError, "num_heads must be a positive int, found -2"),
-    (mha.MultiHeadAttention, (8.0, 2), TypeError, r"d_model must be a positive int, found float \(8.0\)"),
-    (mha.GroupedQueryAttention, (16, 4, 3), ValueError, r"num_heads \(4\) must be divisible by num_kv_heads \(3\)"),
-    (mha.GroupedQueryAttention, (16, 4, 0), ValueError, "num_kv_heads must be a positive int, found 0"),
-    (mha.LoopedMultiHeadAttention, (10, 4), ValueError, r"d_model \(10\) must be divisible by num_heads \(4\)"),
-    (mha.SingleHeadAttention, (8, 0), ValueError, "head_dim must be a positive int, found 0"),
-])
+
+@pytest.mark.parametrize(
+    "cls,args,exc,msg",
+    [
+        (mha.MultiHeadAttention, (10, 3), ValueError, r"d_model \(10\) must be divisible by num_heads \(3\)"),
+        (mha.MultiHeadAttention, (0, 1), ValueError, "d_model must be a positive int, found 0"),
+        (mha.MultiHeadAttention, (8, -2), ValueError, "num_heads must be a positive int, found -2"),
+        (mha.MultiHeadAttention, (8.0, 2), TypeError, r"d_model must be a positive int, found float \(8.0\)"),
+        (mha.GroupedQueryAttention, (16, 4, 3), ValueError, r"num_heads \(4\) must be divisible by num_kv_heads \(3\)"),
+        (mha.GroupedQueryAttention, (16, 4, 0), ValueError, "num_kv_heads must be a positive int, found 0"),
+        (mha.LoopedMultiHeadAttention, (10, 4), ValueError, r"d_model \(10\) must be divisible by num_heads \(4\)"),
+        (mha.SingleHeadAttention, (8, 0), ValueError, "head_dim must be a positive int, found 0"),
+    ],
+)
 def test_constructor_errors(cls, args, exc, msg):
     with pytest.raises(exc, match=msg):
         cls(*args)
@@ -306,7 +326,9 @@ def test_forward_errors():
         module(torch.zeros(1, 4, 6))
     with pytest.raises(TypeError, match="query must be a floating-point tensor"):
         module(torch.zeros(1, 4, 8, dtype=torch.long))
-    with pytest.raises(ValueError, match=r"mask must broadcast to \(B, H, T, S\) = \(1, 2, 4, 4\), found shape \(4, 5\)"):
+    with pytest.raises(
+        ValueError, match=r"mask must broadcast to \(B, H, T, S\) = \(1, 2, 4, 4\), found shape \(4, 5\)"
+    ):
         module(torch.zeros(1, 4, 8), mask=torch.ones(4, 5, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(B, S\) = \(1, 4\), found \(4,\)"):
         module(torch.zeros(1, 4, 8), key_padding_mask=torch.zeros(4, dtype=torch.bool))
@@ -344,10 +366,13 @@ def test_runs_on_cuda():
 def test_fused_projection_gradients_match_separate_projections():
     """Self-attention projects Q, K, V in one matmul with a custom backward; it must agree exactly."""
     torch.manual_seed(8)
-    for module in (mha.FusedMultiHeadAttention(8, 2).double(), mha.GroupedQueryAttention(8, 4, 2, bias=False).double(),
-                   mha.MultiHeadAttention(8, 2).double()):
+    for module in (
+        mha.FusedMultiHeadAttention(8, 2).double(),
+        mha.GroupedQueryAttention(8, 4, 2, bias=False).double(),
+        mha.MultiHeadAttention(8, 2).double(),
+    ):
         x = randn(2, 3, 8, seed=9, dtype=torch.float64).requires_grad_()
-        assert torch.autograd.gradcheck(lambda t: module(t)[0], (x,))
+        assert torch.autograd.gradcheck(lambda t: module(t)[0], (x,))  # noqa: B023 (called within this iteration)
         fused_out = module(x)[0]
         separate_out = module(x, x.clone(), x.clone())[0]  # distinct tensors: three separate projections
         assert torch.allclose(fused_out, separate_out, atol=1e-12)

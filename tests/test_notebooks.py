@@ -13,6 +13,7 @@ outputs are really there and are what `make notebooks` wrote:
 
 The number of compared cells is printed by ``scripts/nbval_cells.py`` (``make test`` runs it).
 """
+
 from __future__ import annotations
 
 import ast
@@ -89,8 +90,10 @@ def test_every_notebook_has_a_text_source(path):
 @pytest.mark.parametrize("text", all_texts(), ids=lambda p: p.name)
 def test_text_source_and_notebook_agree(text):
     problems = out_of_sync(text)
-    assert not problems, (f"{text.name} and its notebook disagree (edit the .md, then `make notebooks`; "
-                          f"or `jupytext --sync` after editing the .ipynb):\n" + "\n".join(problems))
+    assert not problems, (
+        f"{text.name} and its notebook disagree (edit the .md, then `make notebooks`; "
+        f"or `jupytext --sync` after editing the .ipynb):\n" + "\n".join(problems)
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -110,6 +113,7 @@ def test_cell_ids_survive_an_insertion():
     before = [c["id"] for c in nb.cells]
     nb.cells.insert(1, nbformat.v4.new_markdown_cell("A new paragraph."))
     import notebooks
+
     notebooks.assign_ids(nb)
     after = [c["id"] for c in nb.cells]
     assert after[:1] + after[2:] == before and after[1] not in before
@@ -120,13 +124,15 @@ def test_executed_in_order_in_one_kernel(path):
     counts = [cell.get("execution_count") for cell in code_cells(load(path))]
     assert counts == list(range(1, len(counts) + 1)), (
         f"{path.name}: execution counts {counts}; store outputs with "
-        f"`python scripts/execute_notebooks.py book/{path.name}` (never by hand)")
+        f"`python scripts/execute_notebooks.py book/{path.name}` (never by hand)"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_cells_that_print_have_stored_outputs(path):
-    missing = [i for i, cell in enumerate(code_cells(load(path)), 1)
-               if must_have_output(cell) and not cell.get("outputs")]
+    missing = [
+        i for i, cell in enumerate(code_cells(load(path)), 1) if must_have_output(cell) and not cell.get("outputs")
+    ]
     assert not missing, f"{path.name}: code cells {missing} print or display but have no stored output"
 
 
@@ -141,10 +147,12 @@ def test_no_stored_errors_or_stderr(path):
     for i, cell in enumerate(code_cells(load(path)), 1):
         for output in cell.get("outputs", []):
             assert output["output_type"] != "error", (
-                f"{path.name} cell {i}: stored error {output.get('ename')}: {output.get('evalue')}")
+                f"{path.name} cell {i}: stored error {output.get('ename')}: {output.get('evalue')}"
+            )
             if output["output_type"] == "stream" and not is_ignored(cell):
                 assert output["name"] != "stderr", (
-                    f"{path.name} cell {i}: stderr in a checked cell (a warning?): {output['text'][:200]!r}")
+                    f"{path.name} cell {i}: stderr in a checked cell (a warning?): {output['text'][:200]!r}"
+                )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -153,7 +161,8 @@ def test_ignore_marker_only_on_explorer_and_timing_cells(path):
         if is_ignored(cell):
             assert IGNORE_OK.search(cell.source), (
                 f"{path.name} cell {i}: NBVAL_IGNORE_OUTPUT/SKIP on a cell that is neither an "
-                f"explorer nor a timing:\n{cell.source[:300]}")
+                f"explorer nor a timing:\n{cell.source[:300]}"
+            )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -169,8 +178,13 @@ def test_checked_outputs_are_machine_independent(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_one_title_then_sections(path):
-    headings = [line for cell in load(path).cells if cell.cell_type == "markdown"
-                for line in cell.source.splitlines() if re.match(r"^#{1,6} ", line)]
+    headings = [
+        line
+        for cell in load(path).cells
+        if cell.cell_type == "markdown"
+        for line in cell.source.splitlines()
+        if re.match(r"^#{1,6} ", line)
+    ]
     assert headings and headings[0].startswith("# "), f"{path.name}: must start with one '# Title'"
     assert sum(h.startswith("# ") for h in headings) == 1, f"{path.name}: more than one '# ' title"
 
@@ -186,8 +200,11 @@ def toc_files() -> list[str]:
 
 def test_every_page_is_in_the_toc_in_order():
     files = toc_files()
-    pages = sorted(str(p.relative_to(ROOT).with_suffix("")) for p in (ROOT / "book").glob("*")
-                   if p.suffix in (".ipynb", ".md") and p.name != "README.md")
+    pages = sorted(
+        str(p.relative_to(ROOT).with_suffix(""))
+        for p in (ROOT / "book").glob("*")
+        if p.suffix in (".ipynb", ".md") and p.name != "README.md"
+    )
     missing = sorted(set(pages) - set(files))
     assert not missing, f"pages in book/ that _toc.yml leaves out (the build skips them): {missing}"
     assert files[:3] == ["book/intro", "book/notation", "book/how_to_use"], files[:3]

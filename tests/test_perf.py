@@ -1,15 +1,16 @@
 """mha.perf: saved-activation counts against hand counts, report checks, plots (no timings)."""
+
 import json
 
 import matplotlib
 import pytest
 import torch
+from conftest import skip_or_fail
 from torch import nn
 
 import mha
 from mha import viz
 from mha.chapters import perf
-from conftest import skip_or_fail
 
 matplotlib.use("Agg")
 
@@ -47,8 +48,11 @@ def test_attention_matrices_kept_per_path(batch_size, seq_len, cls):
     params = list(ref.parameters()) + list(ours.parameters())
     x = torch.randn(batch_size, seq_len, d_model)
     count = {}
-    for name, forward in {"weights": lambda x: ours(x)[0], "sdpa": lambda x: ours(x, need_weights=False)[0],
-                          "torch": lambda x: ref(x, x, x)[0]}.items():
+    for name, forward in {
+        "weights": lambda x: ours(x)[0],
+        "sdpa": lambda x: ours(x, need_weights=False)[0],
+        "torch": lambda x: ref(x, x, x)[0],
+    }.items():
         tensors = perf.saved_tensors(forward, x.clone().requires_grad_(), params)
         count[name] = perf.count_attention_matrices(tensors, batch_size, num_heads, seq_len)
     assert count == {"weights": 2, "sdpa": 0, "torch": 1}
@@ -65,8 +69,9 @@ def test_fused_projection_keeps_no_concatenated_weight(cls):
     params = list(ref.parameters()) + list(ours.parameters())
     x = torch.randn(2, 8, d_model)
     mine = perf.saved_activation_bytes(lambda x: ours(x, need_weights=False)[0], x.clone().requires_grad_(), params)
-    theirs = perf.saved_activation_bytes(lambda x: ref(x, x, x, need_weights=False)[0], x.clone().requires_grad_(),
-                                         params)
+    theirs = perf.saved_activation_bytes(
+        lambda x: ref(x, x, x, need_weights=False)[0], x.clone().requires_grad_(), params
+    )
     assert mine == theirs
 
 
@@ -85,8 +90,16 @@ def fake_report(seq_lens=(8, 16)):
             rows.append({"impl": impl, "seq_len": t, "forward": timing, "forward_backward": dict(timing)})
             memory.append({"impl": impl, "seq_len": t, "saved_activation_bytes": (i + 1) * t * t})
     env = {"device": "cpu", "device_name": "x86_64", "torch": "2", "threads": 2, "dtype": "float32", "python": "3"}
-    return {"environment": env, "batch_size": 2, "d_model": 32, "num_heads": 4, "timings": rows, "memory": memory,
-            "decoding": [], "summary": {}}
+    return {
+        "environment": env,
+        "batch_size": 2,
+        "d_model": 32,
+        "num_heads": 4,
+        "timings": rows,
+        "memory": memory,
+        "decoding": [],
+        "summary": {},
+    }
 
 
 def test_report_readers():
@@ -143,8 +156,11 @@ def test_plots_and_explorer_frames():
     import matplotlib.pyplot as plt
 
     report = fake_report()
-    for fig in (viz.perf.plot_time_vs_seq_len(report), viz.perf.plot_memory_vs_seq_len(report),
-                viz.perf.plot_time_vs_seq_len(report, key="forward")):
+    for fig in (
+        viz.perf.plot_time_vs_seq_len(report),
+        viz.perf.plot_memory_vs_seq_len(report),
+        viz.perf.plot_time_vs_seq_len(report, key="forward"),
+    ):
         assert len(fig.axes[0].lines) == len(perf.IMPLS)
         plt.close(fig)
     controls = perf.explorer_controls(report)
@@ -166,9 +182,15 @@ def test_stored_results_are_valid():
         skip_or_fail("no stored CPU results yet")
     for report in perf.load_results(path):
         for entry in report["decoding"]:
-            assert entry["cache_bytes"] == entry["kv_cache_bytes_formula"] == mha.kv_cache_bytes(
-                1, entry["new_tokens"], 1, entry["num_kv_heads"], report["d_model"] // report["num_heads"], 4)
+            assert (
+                entry["cache_bytes"]
+                == entry["kv_cache_bytes_formula"]
+                == mha.kv_cache_bytes(
+                    1, entry["new_tokens"], 1, entry["num_kv_heads"], report["d_model"] // report["num_heads"], 4
+                )
+            )
         summary = report["summary"]
         sdpa, torch_fast = perf.IMPLS[2], perf.IMPLS[4]
         assert summary["ours_over_torch_need_weights_false"] == perf.time_ratio(
-            report, sdpa, torch_fast, summary["seq_len"])
+            report, sdpa, torch_fast, summary["seq_len"]
+        )

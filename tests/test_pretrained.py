@@ -3,6 +3,7 @@
 The reference is ``transformers``' ``BertModel`` loaded from the same files; it is a test
 dependency only, and the tests that need it skip with a message when it is missing.
 """
+
 import copy
 import json
 import math
@@ -11,11 +12,11 @@ import sys
 import numpy as np
 import pytest
 import torch
-
-from mha import viz
-from mha import bert as B
-from mha.chapters import pretrained_analysis as P
 from conftest import skip_or_fail
+
+from mha import bert as B
+from mha import viz
+from mha.chapters import pretrained_analysis as P
 
 SENTENCES = [P.TWIN_SENTENCES["tired"], "A cat sat.", "Heads attend to different words in a sentence."]
 
@@ -51,6 +52,7 @@ def ours(model, batch):
 
 
 # ---- files -------------------------------------------------------------------------------------
+
 
 def test_model_dir_reads_files_without_importing_the_package(folder):
     assert all((folder / name).is_file() for name in B.MODEL_FILES)
@@ -95,16 +97,23 @@ def test_encoder_is_built_from_the_course_modules(model):
 
 # ---- the reference -----------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def reference(folder, batch):
     transformers = pytest.importorskip(
-        "transformers", reason="the equivalence test needs transformers (pip install -r requirements.txt)")
+        "transformers", reason="the equivalence test needs transformers (pip install -r requirements.txt)"
+    )
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()
     ref = transformers.BertModel.from_pretrained(str(folder), attn_implementation="eager").eval()
     with torch.no_grad():
-        return ref(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                   token_type_ids=batch.token_type_ids, output_hidden_states=True, output_attentions=True)
+        return ref(
+            input_ids=batch.input_ids,
+            attention_mask=batch.attention_mask,
+            token_type_ids=batch.token_type_ids,
+            output_hidden_states=True,
+            output_attentions=True,
+        )
 
 
 def test_hidden_states_match_transformers(ours, reference, batch):
@@ -124,11 +133,12 @@ def test_attentions_match_transformers(ours, reference, batch):
 
 # ---- head masks --------------------------------------------------------------------------------
 
+
 def test_head_mask_equals_zeroing_the_heads_columns_of_w_o(model, batch):
     layer, head, dh = 2, 5, model.config.head_dim
     pruned = copy.deepcopy(model)
     with torch.no_grad():
-        pruned.layers[layer].self_attn.out_proj.weight[:, head * dh:(head + 1) * dh] = 0.0
+        pruned.layers[layer].self_attn.out_proj.weight[:, head * dh : (head + 1) * dh] = 0.0
     masked = B.sentence_embeddings(model, batch, head_mask=P.head_mask_without(model.config, [(layer, head)]))
     torch.testing.assert_close(masked, B.sentence_embeddings(pruned, batch), atol=1e-6, rtol=1e-5)
     assert not torch.allclose(masked, B.sentence_embeddings(model, batch), atol=1e-4)
@@ -151,6 +161,7 @@ def test_head_mask_errors(model, batch):
 
 
 # ---- embeddings --------------------------------------------------------------------------------
+
 
 def test_mean_pool_ignores_padding():
     hidden = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
@@ -210,6 +221,7 @@ def test_stored_results_refuse_another_data_file(tmp_path, monkeypatch):
 
 # ---- the census and its criteria ---------------------------------------------------------------
 
+
 def _maps(pattern, T=6):
     """(1, 1, T, T) maps of a head that always attends by ``pattern``(i) -> key."""
     w = np.zeros((1, 1, T, T))
@@ -262,10 +274,14 @@ def test_figures_and_explorer_render(model, tokenizer):
 
     r = P.it_resolution(model, tokenizer)
     render = viz.pretrained_analysis.layer_explorer(r)
-    figures = [render(layer=1, sentence="tired"), render(layer=6, sentence="wide"),
-               viz.pretrained_analysis.plot_all_heads(r["maps"]["tired"], r["tokens"]["tired"], title="t"), viz.pretrained_analysis.plot_it_margins(r),
-               viz.pretrained_analysis.plot_census(np.full((6, 12), "special", dtype=object), marks=r["resolves"]),
-               viz.pretrained_analysis.plot_similarity({"a": np.eye(72), "b": np.ones((72, 72))}, 12)]
+    figures = [
+        render(layer=1, sentence="tired"),
+        render(layer=6, sentence="wide"),
+        viz.pretrained_analysis.plot_all_heads(r["maps"]["tired"], r["tokens"]["tired"], title="t"),
+        viz.pretrained_analysis.plot_it_margins(r),
+        viz.pretrained_analysis.plot_census(np.full((6, 12), "special", dtype=object), marks=r["resolves"]),
+        viz.pretrained_analysis.plot_similarity({"a": np.eye(72), "b": np.ones((72, 72))}, 12),
+    ]
     assert all(isinstance(f, matplotlib.figure.Figure) for f in figures)
     assert figures[1]._suptitle is None and "Layer 6" in figures[1].axes[0].get_title()
     plt.close("all")

@@ -1,4 +1,5 @@
 """Cache provenance and the measured bands that chapters check live training runs against."""
+
 import importlib.util
 import json
 from pathlib import Path

@@ -1,4 +1,5 @@
 """The bibliography lists exactly the works the pages cite, and every citation resolves."""
+
 import re
 from pathlib import Path
 

@@ -1,4 +1,5 @@
 """mha.scaling: the √d_k experiment, the head-split picture and the chapter-2 exercise check."""
+
 import math
 
 import matplotlib

@@ -1,4 +1,5 @@
 """mha.softmax_demo: the computation behind the first explorer (book/how_to_use.ipynb)."""
+
 import math
 
 import pytest
@@ -33,8 +34,9 @@ def test_hand_numbers_and_limits():
 def test_temperature_is_the_attention_scale():
     scores = torch.randn(3, 5, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     d_k = 64  # attention divides the scores by sqrt(d_k) = 8: a temperature of 8
-    assert torch.allclose(softmax_demo.softmax_with_temperature(scores, 8.0),
-                          torch.softmax(scores / math.sqrt(d_k), dim=-1))
+    assert torch.allclose(
+        softmax_demo.softmax_with_temperature(scores, 8.0), torch.softmax(scores / math.sqrt(d_k), dim=-1)
+    )
 
 
 def test_entropy_rises_with_temperature_and_order_is_kept():
@@ -44,13 +46,16 @@ def test_entropy_rises_with_temperature_and_order_is_kept():
     assert all(torch.equal(p.argsort(), probs[0].argsort()) for p in probs)
 
 
-@pytest.mark.parametrize("bad, error, message", [
-    (0.0, ValueError, "positive finite number, found 0.0"),
-    (-1, ValueError, "positive finite number, found -1"),
-    (float("inf"), ValueError, "positive finite number, found inf"),
-    ("2", TypeError, "temperature must be a positive number, found str"),
-    (True, TypeError, "found bool"),
-])
+@pytest.mark.parametrize(
+    "bad, error, message",
+    [
+        (0.0, ValueError, "positive finite number, found 0.0"),
+        (-1, ValueError, "positive finite number, found -1"),
+        (float("inf"), ValueError, "positive finite number, found inf"),
+        ("2", TypeError, "temperature must be a positive number, found str"),
+        (True, TypeError, "found bool"),
+    ],
+)
 def test_bad_temperature(bad, error, message):
     with pytest.raises(error, match=message):
         softmax_demo.softmax_with_temperature(softmax_demo.SCORES, bad)
@@ -77,4 +82,5 @@ def test_plot_and_alt_text():
     assert heights == pytest.approx(softmax_demo.softmax_with_temperature(softmax_demo.SCORES, 0.25).tolist())
     plt.close(fig)
     assert softmax_demo.describe_temperature(1.0) == (
-        "Bar chart of the attention weights at temperature 1: 'cat' gets 0.46, entropy 1.89 bits.")
+        "Bar chart of the attention weights at temperature 1: 'cat' gets 0.46, entropy 1.89 bits."
+    )

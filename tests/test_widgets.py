@@ -1,4 +1,5 @@
 """Tests of mha.viz.widgets: the grid, the static HTML component, its limits and the live widget."""
+
 import base64
 import io
 import json
@@ -93,6 +94,7 @@ def png_size(data_uri):
 
 # ---- grid ------------------------------------------------------------------------------------
 
+
 def test_grid_enumerates_every_combination_last_control_fastest():
     controls = {"a": [1, 2, 3], "b": ["x", "y"]}
     combos = widgets.grid(controls)
@@ -114,9 +116,15 @@ def test_format_value():
 
 # ---- static HTML -----------------------------------------------------------------------------
 
+
 def test_html_has_one_frame_per_combination_controls_outputs_and_alt_text():
-    ex = explorer(render_line, {"slope": [-2, -1, 0, 1, 2], "style": ["solid", "dashed"]},
-                  title="Lines", caption="Move the slope.", alt=alt_line)
+    ex = explorer(
+        render_line,
+        {"slope": [-2, -1, 0, 1, 2], "style": ["solid", "dashed"]},
+        title="Lines",
+        caption="Move the slope.",
+        alt=alt_line,
+    )
     doc = parse(ex.html)
     data = frame_data(ex.html)
     assert ex.frame_count == 10 == len(data["index"]) == len(data["alts"])
@@ -206,10 +214,15 @@ def test_ids_are_unique_per_explorer_and_derived_from_the_title():
     assert not set(parse(a.html).ids) & set(parse(b.html).ids)
 
 
-@pytest.mark.parametrize("title, slug", [
-    ("Parameters and FLOPs of one attention layer", "parameters-and-flops-of-one-attention"),
-    ("KV cache: g = 1", "kv-cache-g-1"), ("***", "explorer"), ("x" * 50, "x" * 40),
-])
+@pytest.mark.parametrize(
+    "title, slug",
+    [
+        ("Parameters and FLOPs of one attention layer", "parameters-and-flops-of-one-attention"),
+        ("KV cache: g = 1", "kv-cache-g-1"),
+        ("***", "explorer"),
+        ("x" * 50, "x" * 40),
+    ],
+)
 def test_slug_of_the_title(title, slug):
     assert widgets._slug(title) == slug
 
@@ -220,8 +233,13 @@ def test_default_alt_text_is_title_and_values():
 
 
 def test_text_is_escaped_and_json_cannot_close_the_script():
-    ex = explorer(render_line, {"slope": [0]}, title="<b>&", caption="a < b",
-                  alt=lambda slope: "</script><script>alert(1)</script>")
+    ex = explorer(
+        render_line,
+        {"slope": [0]},
+        title="<b>&",
+        caption="a < b",
+        alt=lambda slope: "</script><script>alert(1)</script>",
+    )
     assert "<b>&" not in ex.html and "&lt;b&gt;&amp;" in ex.html and "a &lt; b" in ex.html
     assert ex.html.count("</script>") == 2  # the JSON block and the code block, nothing injected
     assert frame_data(ex.html)["alts"] == ["</script><script>alert(1)</script>"]
@@ -242,18 +260,22 @@ def test_resolution_drops_automatically_to_fit_the_size_limit():
 
 # ---- errors ----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("controls, error, match", [
-    ({}, ValueError, "controls is empty"),
-    ([1, 2], TypeError, "controls must be a dict"),
-    ({"slope": []}, ValueError, "control 'slope' has no values"),
-    ({"slope": 3}, TypeError, "control 'slope' must be a list of values, found int"),
-    ({"slope": "abc"}, TypeError, "control 'slope' must be a list of values, found str"),
-    ({"slope": [1, "a"]}, TypeError, "only numbers .* or only strings .* found int, str"),
-    ({"slope": [True, False]}, TypeError, "found bool"),
-    ({"slope": [1, 1.0]}, ValueError, r"control 'slope' repeats the value\(s\) \['1'\]"),
-    ({"slope": [1, math.nan]}, ValueError, "non-finite values"),
-    ({"not a name": [1]}, ValueError, "must be a Python identifier"),
-])
+
+@pytest.mark.parametrize(
+    "controls, error, match",
+    [
+        ({}, ValueError, "controls is empty"),
+        ([1, 2], TypeError, "controls must be a dict"),
+        ({"slope": []}, ValueError, "control 'slope' has no values"),
+        ({"slope": 3}, TypeError, "control 'slope' must be a list of values, found int"),
+        ({"slope": "abc"}, TypeError, "control 'slope' must be a list of values, found str"),
+        ({"slope": [1, "a"]}, TypeError, "only numbers .* or only strings .* found int, str"),
+        ({"slope": [True, False]}, TypeError, "found bool"),
+        ({"slope": [1, 1.0]}, ValueError, r"control 'slope' repeats the value\(s\) \['1'\]"),
+        ({"slope": [1, math.nan]}, ValueError, "non-finite values"),
+        ({"not a name": [1]}, ValueError, "must be a Python identifier"),
+    ],
+)
 def test_bad_controls_are_rejected_with_a_clear_message(controls, error, match):
     with pytest.raises(error, match=match):
         explorer(render_line, controls, title="Bad")
@@ -273,7 +295,9 @@ def test_render_must_return_a_figure():
 
 
 def test_size_limit_is_enforced_with_the_explorer_name_and_size():
-    with pytest.raises(ValueError, match=r"explorer 'Heavy': \d+ bytes of HTML even at 40 dpi, more than the limit of 1000"):
+    with pytest.raises(
+        ValueError, match=r"explorer 'Heavy': \d+ bytes of HTML even at 40 dpi, more than the limit of 1000"
+    ):
         widgets.Explorer(render_line, {"slope": [0, 1]}, title="Heavy", max_bytes=1000)
 
 
@@ -291,6 +315,7 @@ def test_bad_title_render_alt_caption():
 
 
 # ---- live widget and the MIME bundle ---------------------------------------------------------
+
 
 def test_bundle_has_widget_view_html_and_plain_text():
     ex = explorer(render_line, {"slope": [0, 1]}, title="Bundle")
@@ -312,8 +337,7 @@ def test_live_widget_recomputes_the_output_when_a_control_changes():
         calls.append((slope, style))
         return render_line(slope, style)
 
-    ex = explorer(render, {"slope": [0, 1, 2], "style": ["solid", "dotted"]}, title="Live", alt=alt_line,
-                  live="render")
+    ex = explorer(render, {"slope": [0, 1, 2], "style": ["solid", "dotted"]}, title="Live", alt=alt_line, live="render")
     calls.clear()
     ui = ex.widget
     assert isinstance(ui, ipywidgets.VBox)
@@ -348,7 +372,7 @@ def test_live_widget_shows_precomputed_frames_by_default():
 
     ex = explorer(render, {"slope": [0, 1, 2], "style": ["solid", "dotted"]}, title="Frames", alt=alt_line)
     assert len(calls) == 6  # every combination rendered once, up front
-    ex.widget
+    ex.widget  # noqa: B018 (the property builds the widget)
     ex.inputs["slope"].value = 2
     ex.inputs["style"].value = "dotted"
     assert len(calls) == 6  # a slider move renders nothing: it looks the frame up
@@ -370,7 +394,7 @@ def test_live_widget_shows_a_render_error_in_its_output():
     precomputing = True
     ex = explorer(render, {"slope": [1, 2]}, title="Broken", live="render")
     precomputing = False
-    ex.widget
+    ex.widget  # noqa: B018 (the property builds the widget)
     ex.inputs["slope"].value = 2
     (output,) = ex.output.outputs
     assert output["output_type"] == "stream" and output["name"] == "stderr"
@@ -380,8 +404,9 @@ def test_live_widget_shows_a_render_error_in_its_output():
 
 
 def test_importing_widgets_pulls_in_neither_ipywidgets_nor_matplotlib():
-    code = ("import sys, mha, mha.viz.widgets; "
-            "print(sorted(m for m in ('ipywidgets', 'matplotlib') if m in sys.modules))")
+    code = (
+        "import sys, mha, mha.viz.widgets; print(sorted(m for m in ('ipywidgets', 'matplotlib') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 

@@ -1,4 +1,5 @@
 """Chapter 3's worked example: every field recomputed with plain Python loops, and the modules agree."""
+
 import math
 
 import pytest
@@ -14,6 +15,7 @@ T, D, H, DK = 5, 8, 2, 4
 # ----------------------------------------------------------------------------------------------
 # Plain-Python reference: lists of floats and loops, no tensor operations
 # ----------------------------------------------------------------------------------------------
+
 
 def lst(t):
     return t.tolist()
@@ -35,16 +37,25 @@ def reference(x, w_q, w_k, w_v, w_o, temperature=1.0):
     q = [matmul(x, w) for w in w_q]
     k = [matmul(x, w) for w in w_k]
     v = [matmul(x, w) for w in w_v]
-    scores = [[[sum(q[h][i][d] * k[h][j][d] for d in range(DK)) for j in range(T)] for i in range(T)]
-              for h in range(H)]
+    scores = [[[sum(q[h][i][d] * k[h][j][d] for d in range(DK)) for j in range(T)] for i in range(T)] for h in range(H)]
     scaled = [[[s / (math.sqrt(DK) * temperature) for s in row] for row in scores[h]] for h in range(H)]
     weights = [[softmax_row(row) for row in scaled[h]] for h in range(H)]
-    heads = [[[sum(weights[h][i][j] * v[h][j][d] for j in range(T)) for d in range(DK)] for i in range(T)]
-             for h in range(H)]
+    heads = [
+        [[sum(weights[h][i][j] * v[h][j][d] for j in range(T)) for d in range(DK)] for i in range(T)] for h in range(H)
+    ]
     concat = [heads[0][i] + heads[1][i] for i in range(T)]  # side by side: T x (H * DK)
     output = matmul(concat, w_o)
-    return dict(q=q, k=k, v=v, scores=scores, scaled_scores=scaled, weights=weights, head_outputs=heads,
-                concat=concat, output=output)
+    return dict(
+        q=q,
+        k=k,
+        v=v,
+        scores=scores,
+        scaled_scores=scaled,
+        weights=weights,
+        head_outputs=heads,
+        concat=concat,
+        output=output,
+    )
 
 
 def assert_close(tensor, expected, tol=1e-12):
@@ -68,13 +79,24 @@ X_BY_HAND = [
 # The API: fields, shapes, dtypes
 # ----------------------------------------------------------------------------------------------
 
+
 def test_fields_shapes_and_dtypes():
     ex = mha.worked_example()
     assert ex.tokens == ["the", "cat", "saw", "the", "dog"]
     assert (ex.d_model, ex.num_heads, ex.head_dim) == (D, H, DK)
-    shapes = {"x": (T, D), "w_o": (H * DK, D), "q": (H, T, DK), "k": (H, T, DK), "v": (H, T, DK),
-              "scores": (H, T, T), "scaled_scores": (H, T, T), "weights": (H, T, T),
-              "head_outputs": (H, T, DK), "concat": (T, H * DK), "output": (T, D)}
+    shapes = {
+        "x": (T, D),
+        "w_o": (H * DK, D),
+        "q": (H, T, DK),
+        "k": (H, T, DK),
+        "v": (H, T, DK),
+        "scores": (H, T, T),
+        "scaled_scores": (H, T, T),
+        "weights": (H, T, T),
+        "head_outputs": (H, T, DK),
+        "concat": (T, H * DK),
+        "output": (T, D),
+    }
     for name, shape in shapes.items():
         value = getattr(ex, name)
         assert tuple(value.shape) == shape, name
@@ -100,8 +122,9 @@ def test_every_field_matches_plain_loops(temperature, edit):
     ex = mha.worked_example(x, temperature=temperature)
     x_list = X_BY_HAND if edit is None else [row[:] for row in X_BY_HAND[:4]] + [list(edit) + [0, 0, 0, 0, 1]]
     assert_close(ex.x, x_list)
-    ref = reference(x_list, [lst(w) for w in ex.w_q], [lst(w) for w in ex.w_k], [lst(w) for w in ex.w_v],
-                    lst(ex.w_o), temperature)
+    ref = reference(
+        x_list, [lst(w) for w in ex.w_q], [lst(w) for w in ex.w_k], [lst(w) for w in ex.w_v], lst(ex.w_o), temperature
+    )
     for name, expected in ref.items():
         assert_close(getattr(ex, name), expected)
     assert ex.temperature == temperature
@@ -158,6 +181,7 @@ def test_concat_is_along_the_feature_axis():
 # The modules agree with the hand steps
 # ----------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("edit", [None, (0, 0, 1)])
 def test_mha_module_and_torch_module_agree(device, edit):
     ex = mha.worked_example(None if edit is None else worked.edited_x(*edit))
@@ -190,8 +214,10 @@ def test_single_head_of_the_same_size():
     q = matmul(X_BY_HAND, lst(torch.cat(ex.w_q, dim=1)))
     k = matmul(X_BY_HAND, lst(torch.cat(ex.w_k, dim=1)))
     v = matmul(X_BY_HAND, lst(torch.cat(ex.w_v, dim=1)))
-    w = [softmax_row([sum(q[i][d] * k[j][d] for d in range(H * DK)) / math.sqrt(H * DK) for j in range(T)])
-         for i in range(T)]
+    w = [
+        softmax_row([sum(q[i][d] * k[j][d] for d in range(H * DK)) / math.sqrt(H * DK) for j in range(T)])
+        for i in range(T)
+    ]
     ctx = [[sum(w[i][j] * v[j][d] for j in range(T)) for d in range(H * DK)] for i in range(T)]
     assert_close(weights[0].detach(), w)
     assert_close(out[0].detach(), matmul(ctx, lst(ex.w_o)))
@@ -204,6 +230,7 @@ def test_single_head_of_the_same_size():
 # ----------------------------------------------------------------------------------------------
 # Formatting
 # ----------------------------------------------------------------------------------------------
+
 
 def test_format_matrix_and_latex_use_the_same_numbers():
     ex = mha.worked_example()
@@ -227,8 +254,7 @@ def test_matrix_display_has_text_and_latex():
     assert len(items) == 2
     assert repr(items[0]) == items[0].text
     assert items[1]._repr_latex_().startswith("$$ A_2 = ")
-    steps = ["x", "weights_in", "w_o", "qkv", "scores", "scaled_scores", "weights", "head_outputs", "concat",
-             "output"]
+    steps = ["x", "weights_in", "w_o", "qkv", "scores", "scaled_scores", "weights", "head_outputs", "concat", "output"]
     counts = [len(viz.worked.matrices(ex, s)) for s in steps]
     assert counts == [1, 6, 1, 6, 2, 2, 2, 2, 1, 1]
 
@@ -258,11 +284,15 @@ def test_errors():
 # check_row: says which step went wrong
 # ----------------------------------------------------------------------------------------------
 
+
 def right_answers(head, row, ex=None):
     ex = ex or mha.worked_example()
     h, r = head - 1, row - 1
-    return dict(scores=ex.scores[h, r].tolist(), weights=[round(w, 3) for w in ex.weights[h, r].tolist()],
-                output=[round(o, 3) for o in ex.head_outputs[h, r].tolist()])
+    return dict(
+        scores=ex.scores[h, r].tolist(),
+        weights=[round(w, 3) for w in ex.weights[h, r].tolist()],
+        output=[round(o, 3) for o in ex.head_outputs[h, r].tolist()],
+    )
 
 
 @pytest.mark.parametrize("head", [1, 2])
@@ -292,7 +322,9 @@ def test_check_row_names_the_wrong_step_and_the_slip():
     r = worked.check_row(2, 3, weights=[0.5, 0.1, 0.6, 0.1, 0.1])
     assert "sums to 1.400" in repr(r)
     wrong_scores = [0, 0, 4, 4, 0]
-    r = worked.check_row(2, 3, scores=wrong_scores, weights=torch.softmax(torch.tensor(wrong_scores) / 2.0, -1).tolist())
+    r = worked.check_row(
+        2, 3, scores=wrong_scores, weights=torch.softmax(torch.tensor(wrong_scores) / 2.0, -1).tolist()
+    )
     assert r.first_error == "scores" and "fix the scores first" in repr(r)
     r = worked.check_row(1, 2, output=(ex.weights[0, :, 1] @ ex.v[0]).tolist())
     assert r.first_error == "output" and "column 2 of the weights" in repr(r)
@@ -329,6 +361,7 @@ def test_check_row_errors():
 # ----------------------------------------------------------------------------------------------
 # Explorer
 # ----------------------------------------------------------------------------------------------
+
 
 def test_explorer_grid_is_small_and_renders():
     import matplotlib.pyplot as plt

@@ -8,6 +8,7 @@ ipywidgets.
 Import a module explicitly, e.g. ``from mha.chapters import merging``; ``mha.chapters.merging``
 also works after ``import mha.chapters`` (modules load on first use).
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -10,6 +10,7 @@ modules and each cache size against real :class:`mha.KVCache` tensors. The figur
 Notation: D = d_model, H = num_heads, G = num_kv_heads, Dh = head_dim = D / H, T = seq_len,
 L = num_layers, V = vocabulary size, P = learned positions, F = d_ff (MLP width).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -75,27 +76,99 @@ class ModelConfig:
 #: sizes (117M, 345M, 762M, 1542M) undercount the released models; OpenAI later renamed them
 #: 124M, 355M, 774M and 1558M.
 CLASSIC_CONFIGS = (
-    ModelConfig("BERT-base", "bert", 768, 12, 12, 3072, 30522, max_positions=512,
-                published_params=109_482_240, paper_params="110M"),
-    ModelConfig("BERT-large", "bert", 1024, 16, 24, 4096, 30522, max_positions=512,
-                published_params=335_141_888, paper_params="340M"),
-    ModelConfig("GPT-2 small", "gpt2", 768, 12, 12, 3072, 50257, max_positions=1024,
-                published_params=124_439_808, paper_params="117M"),
-    ModelConfig("GPT-2 medium", "gpt2", 1024, 16, 24, 4096, 50257, max_positions=1024,
-                published_params=354_823_168, paper_params="345M"),
-    ModelConfig("GPT-2 large", "gpt2", 1280, 20, 36, 5120, 50257, max_positions=1024,
-                published_params=774_030_080, paper_params="762M"),
-    ModelConfig("GPT-2 XL", "gpt2", 1600, 25, 48, 6400, 50257, max_positions=1024,
-                published_params=1_557_611_200, paper_params="1542M"),
+    ModelConfig(
+        "BERT-base",
+        "bert",
+        768,
+        12,
+        12,
+        3072,
+        30522,
+        max_positions=512,
+        published_params=109_482_240,
+        paper_params="110M",
+    ),
+    ModelConfig(
+        "BERT-large",
+        "bert",
+        1024,
+        16,
+        24,
+        4096,
+        30522,
+        max_positions=512,
+        published_params=335_141_888,
+        paper_params="340M",
+    ),
+    ModelConfig(
+        "GPT-2 small",
+        "gpt2",
+        768,
+        12,
+        12,
+        3072,
+        50257,
+        max_positions=1024,
+        published_params=124_439_808,
+        paper_params="117M",
+    ),
+    ModelConfig(
+        "GPT-2 medium",
+        "gpt2",
+        1024,
+        16,
+        24,
+        4096,
+        50257,
+        max_positions=1024,
+        published_params=354_823_168,
+        paper_params="345M",
+    ),
+    ModelConfig(
+        "GPT-2 large",
+        "gpt2",
+        1280,
+        20,
+        36,
+        5120,
+        50257,
+        max_positions=1024,
+        published_params=774_030_080,
+        paper_params="762M",
+    ),
+    ModelConfig(
+        "GPT-2 XL",
+        "gpt2",
+        1600,
+        25,
+        48,
+        6400,
+        50257,
+        max_positions=1024,
+        published_params=1_557_611_200,
+        paper_params="1542M",
+    ),
 )
 
 #: Llama 2 7B (multi-head attention) and 70B (grouped-query attention, 8 KV heads), the pair the
 #: KV-cache section compares. Attention projections have no biases.
 LLAMA2_CONFIGS = (
-    ModelConfig("Llama-2-7B", "llama", 4096, 32, 32, 11008, 32000, bias=False,
-                published_params=6_738_415_616, paper_params="7B"),
-    ModelConfig("Llama-2-70B", "llama", 8192, 64, 80, 28672, 32000, num_kv_heads=8, bias=False,
-                published_params=68_976_648_192, paper_params="70B"),
+    ModelConfig(
+        "Llama-2-7B", "llama", 4096, 32, 32, 11008, 32000, bias=False, published_params=6_738_415_616, paper_params="7B"
+    ),
+    ModelConfig(
+        "Llama-2-70B",
+        "llama",
+        8192,
+        64,
+        80,
+        28672,
+        32000,
+        num_kv_heads=8,
+        bias=False,
+        published_params=68_976_648_192,
+        paper_params="70B",
+    ),
 )
 
 
@@ -112,8 +185,10 @@ def config(name: str) -> ModelConfig:
 # Parameters
 # ---------------------------------------------------------------------------------------------
 
-def attention_params_by_matrix(d_model: int, num_heads: int, num_kv_heads: int | None = None,
-                               bias: bool = True) -> dict:
+
+def attention_params_by_matrix(
+    d_model: int, num_heads: int, num_kv_heads: int | None = None, bias: bool = True
+) -> dict:
     """Parameters of one attention layer by matrix: ``W_Q, W_K, W_V, W_O, biases, total``.
 
     W_Q and W_O are D x D, W_K and W_V are D x (G·Dh); ``total`` equals
@@ -122,8 +197,7 @@ def attention_params_by_matrix(d_model: int, num_heads: int, num_kv_heads: int |
     total = attention_params(d_model, num_heads, num_kv_heads, bias)
     kv_heads = num_heads if num_kv_heads is None else num_kv_heads
     kv_dim = kv_heads * (d_model // num_heads)
-    parts = {"W_Q": d_model * d_model, "W_K": d_model * kv_dim, "W_V": d_model * kv_dim,
-             "W_O": d_model * d_model}
+    parts = {"W_Q": d_model * d_model, "W_K": d_model * kv_dim, "W_V": d_model * kv_dim, "W_O": d_model * d_model}
     parts["biases"] = total - sum(parts.values())
     parts["total"] = total
     return parts
@@ -197,11 +271,19 @@ def build_skeleton(cfg: ModelConfig, device="meta") -> nn.Module:
         parts = nn.ModuleDict()
         if cfg.family == "llama":
             parts["embed"] = nn.Embedding(cfg.vocab_size, d)
-            parts["blocks"] = nn.ModuleList(nn.ModuleDict({
-                "attn": GroupedQueryAttention(d, h, cfg.kv_heads, bias=False),
-                "gate": nn.Linear(d, f, bias=False), "up": nn.Linear(d, f, bias=False),
-                "down": nn.Linear(f, d, bias=False), "norm1": nn.RMSNorm(d), "norm2": nn.RMSNorm(d),
-            }) for _ in range(cfg.num_layers))
+            parts["blocks"] = nn.ModuleList(
+                nn.ModuleDict(
+                    {
+                        "attn": GroupedQueryAttention(d, h, cfg.kv_heads, bias=False),
+                        "gate": nn.Linear(d, f, bias=False),
+                        "up": nn.Linear(d, f, bias=False),
+                        "down": nn.Linear(f, d, bias=False),
+                        "norm1": nn.RMSNorm(d),
+                        "norm2": nn.RMSNorm(d),
+                    }
+                )
+                for _ in range(cfg.num_layers)
+            )
             parts["norm"] = nn.RMSNorm(d)
             parts["lm_head"] = nn.Linear(d, cfg.vocab_size, bias=False)
             return parts
@@ -227,17 +309,26 @@ def param_table(configs=CLASSIC_CONFIGS) -> list[dict]:
     for cfg in configs:
         per_layer = attention_params(cfg.d_model, cfg.num_heads, cfg.num_kv_heads, cfg.bias)
         total = total_params(cfg)
-        rows.append({
-            "model": cfg.name, "d_model": cfg.d_model, "heads": cfg.num_heads, "head_dim": cfg.head_dim,
-            "layers": cfg.num_layers, "attn_per_layer": per_layer, "attn_stack": cfg.num_layers * per_layer,
-            "total": total, "attn_share": cfg.num_layers * per_layer / total,
-        })
+        rows.append(
+            {
+                "model": cfg.name,
+                "d_model": cfg.d_model,
+                "heads": cfg.num_heads,
+                "head_dim": cfg.head_dim,
+                "layers": cfg.num_layers,
+                "attn_per_layer": per_layer,
+                "attn_stack": cfg.num_layers * per_layer,
+                "total": total,
+                "attn_share": cfg.num_layers * per_layer / total,
+            }
+        )
     return rows
 
 
 # ---------------------------------------------------------------------------------------------
 # FLOPs
 # ---------------------------------------------------------------------------------------------
+
 
 def flops_split(seq_len: int, d_model: int, num_heads: int, num_kv_heads: int | None = None) -> dict:
     """Forward FLOPs split into ``projections`` (∝ T·D²) and ``attention`` (∝ T²·D), and ``total``."""
@@ -278,6 +369,7 @@ def count_forward_flops(module: nn.Module, *args, **kwargs) -> int:
 # KV cache
 # ---------------------------------------------------------------------------------------------
 
+
 def cache_bytes_per_token(cfg: ModelConfig, bytes_per_element: int = 2) -> int:
     """KV-cache bytes one token adds across all layers of ``cfg`` (batch 1)."""
     return kv_cache_bytes(1, 1, cfg.num_layers, cfg.kv_heads, cfg.head_dim, bytes_per_element)
@@ -288,25 +380,40 @@ def source_cache_elements(batch_size: int, seq_len: int, d_model: int) -> int:
     return 2 * batch_size * d_model * seq_len
 
 
-def max_context(budget_bytes: int, num_layers: int, num_kv_heads: int, head_dim: int,
-                bytes_per_element: int = 2, batch_size: int = 1) -> int:
+def max_context(
+    budget_bytes: int,
+    num_layers: int,
+    num_kv_heads: int,
+    head_dim: int,
+    bytes_per_element: int = 2,
+    batch_size: int = 1,
+) -> int:
     """The longest sequence whose KV cache fits in ``budget_bytes`` (0 if not even one token)."""
     budget_bytes = check_positive_int("budget_bytes", budget_bytes)
     per_token = kv_cache_bytes(batch_size, 1, num_layers, num_kv_heads, head_dim, bytes_per_element)
     return budget_bytes // per_token
 
 
-def kv_cache_table(configs=LLAMA2_CONFIGS, seq_lens=(4096, 32768), precisions=("fp16", "8-bit"),
-                   batch_size: int = 1) -> list[dict]:
+def kv_cache_table(
+    configs=LLAMA2_CONFIGS, seq_lens=(4096, 32768), precisions=("fp16", "8-bit"), batch_size: int = 1
+) -> list[dict]:
     """One row per (model, context, precision): ``model, kv_heads, seq_len, precision, bytes``."""
     rows = []
     for cfg in configs:
         for seq_len in seq_lens:
             for precision in precisions:
-                size = kv_cache_bytes(batch_size, seq_len, cfg.num_layers, cfg.kv_heads, cfg.head_dim,
-                                      BYTES_PER_ELEMENT[precision])
-                rows.append({"model": cfg.name, "kv_heads": cfg.kv_heads, "seq_len": seq_len,
-                             "precision": precision, "bytes": size})
+                size = kv_cache_bytes(
+                    batch_size, seq_len, cfg.num_layers, cfg.kv_heads, cfg.head_dim, BYTES_PER_ELEMENT[precision]
+                )
+                rows.append(
+                    {
+                        "model": cfg.name,
+                        "kv_heads": cfg.kv_heads,
+                        "seq_len": seq_len,
+                        "precision": precision,
+                        "bytes": size,
+                    }
+                )
     return rows
 
 
@@ -316,17 +423,37 @@ def divisors(n: int) -> list[int]:
     return [g for g in range(1, n + 1) if n % g == 0]
 
 
-def gqa_sweep(d_model: int, num_heads: int, num_layers: int, seq_len: int, bytes_per_element: int = 2,
-              batch_size: int = 1, bias: bool = False) -> list[dict]:
+def gqa_sweep(
+    d_model: int,
+    num_heads: int,
+    num_layers: int,
+    seq_len: int,
+    bytes_per_element: int = 2,
+    batch_size: int = 1,
+    bias: bool = False,
+) -> list[dict]:
     """From MQA (g = 1) to MHA (g = H): ``kv_heads, params_per_layer, cache_bytes`` for every valid g."""
     head_dim = d_model // num_heads
-    return [{"kv_heads": g, "params_per_layer": attention_params(d_model, num_heads, g, bias),
-             "cache_bytes": kv_cache_bytes(batch_size, seq_len, num_layers, g, head_dim, bytes_per_element)}
-            for g in divisors(num_heads)]
+    return [
+        {
+            "kv_heads": g,
+            "params_per_layer": attention_params(d_model, num_heads, g, bias),
+            "cache_bytes": kv_cache_bytes(batch_size, seq_len, num_layers, g, head_dim, bytes_per_element),
+        }
+        for g in divisors(num_heads)
+    ]
 
 
-def calculator(d_model: int, num_heads: int, num_kv_heads: int, num_layers: int, seq_len: int,
-               batch_size: int = 1, bytes_per_element: int = 2, bias: bool = False) -> dict:
+def calculator(
+    d_model: int,
+    num_heads: int,
+    num_kv_heads: int,
+    num_layers: int,
+    seq_len: int,
+    batch_size: int = 1,
+    bytes_per_element: int = 2,
+    bias: bool = False,
+) -> dict:
     """Everything the chapter's calculator shows for one setting.
 
     Returns:
@@ -339,8 +466,11 @@ def calculator(d_model: int, num_heads: int, num_kv_heads: int, num_layers: int,
     split = flops_split(seq_len, d_model, num_heads, num_kv_heads)
     head_dim = d_model // num_heads
     return {
-        "head_dim": head_dim, "params_per_layer": per_layer, "params_stack": num_layers * per_layer,
-        "flops_per_layer": split["total"], "projection_flops": split["projections"],
+        "head_dim": head_dim,
+        "params_per_layer": per_layer,
+        "params_stack": num_layers * per_layer,
+        "flops_per_layer": split["total"],
+        "projection_flops": split["projections"],
         "attention_flops": split["attention"],
         "crossover_seq_len": crossover_seq_len(d_model, num_heads, num_kv_heads),
         "cache_bytes": kv_cache_bytes(batch_size, seq_len, num_layers, num_kv_heads, head_dim, bytes_per_element),
@@ -351,6 +481,7 @@ def calculator(d_model: int, num_heads: int, num_kv_heads: int, num_layers: int,
 # ---------------------------------------------------------------------------------------------
 # Formatting
 # ---------------------------------------------------------------------------------------------
+
 
 def format_bytes(n: int) -> str:
     """Binary units with two decimals: ``2.00 GiB``, ``320.00 KiB``."""
@@ -363,8 +494,10 @@ def format_bytes(n: int) -> str:
 def format_table(rows: list[dict], columns: dict) -> str:
     """A plain-text table: ``columns`` maps a row key to ``(header, format spec)``."""
     header = [title for title, _ in columns.values()]
-    body = [[format(row[key], spec) if not callable(spec) else spec(row[key])
-             for key, (_, spec) in columns.items()] for row in rows]
+    body = [
+        [format(row[key], spec) if not callable(spec) else spec(row[key]) for key, (_, spec) in columns.items()]
+        for row in rows
+    ]
     widths = [max(len(line[i]) for line in [header] + body) for i in range(len(header))]
     lines = ["  ".join(cell.rjust(w) for cell, w in zip(line, widths)) for line in [header] + body]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -377,8 +510,7 @@ def format_table(rows: list[dict], columns: dict) -> str:
 
 #: Controls of the two explorers (each product of lengths <= 30 frames).
 COST_CONTROLS = {"d_model": [512, 1024], "num_heads": [1, 4, 16], "seq_len": [1024, 4096]}
-KV_CONTROLS = {"num_kv_heads": [1, 8, 32], "num_layers": [32, 80], "batch_size": [1, 8],
-               "precision": ["fp16", "8-bit"]}
+KV_CONTROLS = {"num_kv_heads": [1, 8, 32], "num_layers": [32, 80], "batch_size": [1, 8], "precision": ["fp16", "8-bit"]}
 #: The model the KV explorer varies: H = 32 query heads of width 128 (d_model = 4096), 24 GiB budget.
 KV_EXPLORER_MODEL = {"num_heads": 32, "head_dim": 128, "budget_bytes": 24 * GIB}
 
@@ -400,14 +532,18 @@ def kv_explorer_values(num_kv_heads: int, num_layers: int, batch_size: int, prec
 def kv_alt(num_kv_heads: int, num_layers: int, batch_size: int, precision: str) -> str:
     """Alt text of a KV explorer frame."""
     v = kv_explorer_values(num_kv_heads, num_layers, batch_size, precision)
-    return (f"KV cache against context length for {num_kv_heads} KV heads, {num_layers} layers, batch "
-            f"{batch_size}, {precision}: {format_bytes(v['per_token'])} per token, "
-            f"{v['max_context']} tokens fit in 24 GiB.")
+    return (
+        f"KV cache against context length for {num_kv_heads} KV heads, {num_layers} layers, batch "
+        f"{batch_size}, {precision}: {format_bytes(v['per_token'])} per token, "
+        f"{v['max_context']} tokens fit in 24 GiB."
+    )
 
 
 def cost_alt(d_model: int, num_heads: int, seq_len: int) -> str:
     """Alt text of a cost explorer frame."""
     c = calculator(d_model, num_heads, num_heads, 1, seq_len, bias=True)
-    return (f"d_model {d_model}, {num_heads} heads: {c['params_per_layer']} parameters whatever h; "
-            f"at n = {seq_len}, projections {c['projection_flops']} FLOPs and attention "
-            f"{c['attention_flops']} FLOPs; they are equal at n = {c['crossover_seq_len']:g}.")
+    return (
+        f"d_model {d_model}, {num_heads} heads: {c['params_per_layer']} parameters whatever h; "
+        f"at n = {seq_len}, projections {c['projection_flops']} FLOPs and attention "
+        f"{c['attention_flops']} FLOPs; they are equal at n = {c['crossover_seq_len']:g}."
+    )

@@ -12,6 +12,7 @@ in how the same parameters are cut into heads (:func:`mha.chapters.task.make_mod
 :func:`grid_runs` and stores the results in :data:`CACHE_PATH`; :func:`cached_run`,
 :func:`grid_summary` and :func:`cached_maps` read them. The figures are in :mod:`mha.viz.head_count`.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,6 +38,7 @@ def grid_runs() -> list[tuple[str, int, int, int]]:
         runs += [(readout, k, h, s) for k in relations for h in GRID_HEADS for s in seeds]
     return runs
 
+
 #: How the two readouts are named in figures.
 READOUT_NAMES = {"mlp": "MLP", "linear": "linear"}
 
@@ -46,9 +48,17 @@ MODEL_PATH = DATA_DIR / "relation_model_h2_seed0.pt"
 CACHED_MODEL = (2, 0, DEFAULT_RELATIONS, "mlp")
 
 
-def head_count_experiment(num_heads: int, *, seed: int = 0, num_relations: int = DEFAULT_RELATIONS, steps: int = STEPS,
-                          readout: str = "mlp", d_model: int = D_MODEL, show_progress: bool = False,
-                          return_model: bool = False) -> dict:
+def head_count_experiment(
+    num_heads: int,
+    *,
+    seed: int = 0,
+    num_relations: int = DEFAULT_RELATIONS,
+    steps: int = STEPS,
+    readout: str = "mlp",
+    d_model: int = D_MODEL,
+    show_progress: bool = False,
+    return_model: bool = False,
+) -> dict:
     """Train a one-layer model with ``num_heads`` heads on the copy-at-``k``-offsets task; test it.
 
     The task: sequences of ``SEQ_LEN`` = 12 uniform tokens from a vocabulary of 16; at each position
@@ -72,8 +82,7 @@ def head_count_experiment(num_heads: int, *, seed: int = 0, num_relations: int =
     return result
 
 
-def trained_model(num_heads: int = 2, *, seed: int = 0, num_relations: int = DEFAULT_RELATIONS,
-                  readout: str = "mlp"):
+def trained_model(num_heads: int = 2, *, seed: int = 0, num_relations: int = DEFAULT_RELATIONS, readout: str = "mlp"):
     """A trained chapter-1 model and a held-out example to look at.
 
     The default model (2 heads, seed 0, k = 4, MLP readout) is loaded from the package's cache
@@ -92,8 +101,9 @@ def trained_model(num_heads: int = 2, *, seed: int = 0, num_relations: int = DEF
         model = make_model(num_heads, task, seed=seed, readout=readout)
         model.load_state_dict(torch.load(MODEL_PATH, weights_only=True))
     else:
-        result = head_count_experiment(num_heads, seed=seed, num_relations=num_relations, readout=readout,
-                                       return_model=True)
+        result = head_count_experiment(
+            num_heads, seed=seed, num_relations=num_relations, readout=readout, return_model=True
+        )
         model = result["model"]
     example = task.test_x[0]
     return model.eval(), example, token_labels(example)
@@ -115,16 +125,20 @@ def load_grid() -> dict:
     return _CACHE["grid"]
 
 
-def cached_run(num_heads: int, *, seed: int = 0, num_relations: int = DEFAULT_RELATIONS,
-               readout: str = "mlp") -> dict:
+def cached_run(num_heads: int, *, seed: int = 0, num_relations: int = DEFAULT_RELATIONS, readout: str = "mlp") -> dict:
     """The cached result of ``head_count_experiment(num_heads, seed=..., ...)`` (accuracies rounded to
     4 decimals). Raises KeyError for a setting the grid does not hold."""
     for run in load_grid()["runs"]:
         if (run["num_heads"], run["seed"], run["num_relations"], run["readout"]) == (
-                num_heads, seed, num_relations, readout):
+            num_heads,
+            seed,
+            num_relations,
+            readout,
+        ):
             return run
-    raise KeyError(f"no cached run for num_heads={num_heads}, seed={seed}, "
-                   f"num_relations={num_relations}, readout={readout!r}")
+    raise KeyError(
+        f"no cached run for num_heads={num_heads}, seed={seed}, num_relations={num_relations}, readout={readout!r}"
+    )
 
 
 def grid_summary(readout: str = "mlp") -> dict:
@@ -137,8 +151,10 @@ def grid_summary(readout: str = "mlp") -> dict:
     for run in load_grid()["runs"]:
         if run["readout"] == readout:
             groups.setdefault((run["num_relations"], run["num_heads"]), []).append(run["accuracy"])
-    return {key: {"mean": sum(a) / len(a), "min": min(a), "max": max(a), "seeds": len(a)}
-            for key, a in sorted(groups.items())}
+    return {
+        key: {"mean": sum(a) / len(a), "min": min(a), "max": max(a), "seeds": len(a)}
+        for key, a in sorted(groups.items())
+    }
 
 
 def format_grid(summary: dict, *, spread: bool = True) -> str:

@@ -22,6 +22,7 @@ hand-built two-role example is :mod:`mha.chapters.role_heads`; the figures are i
 
 Shape legend: B batch, T query length, S key length, D d_model, H heads, Dh head_dim = D / H.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..checks import check_divisible, check_float_tensor, check_positive_int, check_rank
 from ..attention import merge_heads, scaled_dot_product_attention, split_heads
+from ..checks import check_divisible, check_float_tensor, check_positive_int, check_rank
 from ..modules import MultiHeadAttention, combine_masks, resolve_qkv
 from . import DATA_DIR
 
@@ -55,6 +56,7 @@ def _check_heads(heads) -> None:
 # --------------------------------------------------------------------------------------------
 # One equation each
 # --------------------------------------------------------------------------------------------
+
 
 def average_head_outputs(heads: torch.Tensor) -> torch.Tensor:
     """The element-wise mean of the heads' *outputs* (not of their weights: see
@@ -92,6 +94,7 @@ def mix_heads(heads: torch.Tensor, coefficients: torch.Tensor) -> torch.Tensor:
 # --------------------------------------------------------------------------------------------
 # The merge modules: forward(heads (B, H, T, Dh), x (B, T, D)) -> (B, T, D)
 # --------------------------------------------------------------------------------------------
+
 
 class ConcatMerge(nn.Module):
     """Concatenate the heads along the features (T x H·Dh = T x D), then W_O (D x D)."""
@@ -165,6 +168,7 @@ MERGE_CLASSES = {"concat": ConcatMerge, "average": AverageMerge, "weighted": Wei
 # The drop-in attention module
 # --------------------------------------------------------------------------------------------
 
+
 class MergedMultiHeadAttention(nn.Module):
     """Multi-head attention with a choice of how the heads are merged.
 
@@ -226,7 +230,7 @@ class MergedMultiHeadAttention(nn.Module):
         return self.merge_layer.coefficients(heads, query)
 
     @classmethod
-    def from_multi_head(cls, m: MultiHeadAttention, merge: str = "concat") -> "MergedMultiHeadAttention":
+    def from_multi_head(cls, m: MultiHeadAttention, merge: str = "concat") -> MergedMultiHeadAttention:
         """Copy W_Q, W_K, W_V of ``m``; with ``merge="concat"`` copy W_O too (the same function as ``m``).
 
         For another merge, W_O has no counterpart and the merge layer keeps its fresh weights.
@@ -254,7 +258,9 @@ def equivalent_out_proj(module: MergedMultiHeadAttention) -> torch.Tensor:
         (D, D) tensor, detached.
     """
     if not isinstance(module, MergedMultiHeadAttention):
-        raise TypeError(f"module must be an mha.chapters.merging.MergedMultiHeadAttention, found {type(module).__name__}")
+        raise TypeError(
+            f"module must be an mha.chapters.merging.MergedMultiHeadAttention, found {type(module).__name__}"
+        )
     layer = module.merge_layer
     if module.merge == "concat":
         return layer.out_proj.weight.detach().clone()
@@ -286,6 +292,7 @@ def to_concat(module: MergedMultiHeadAttention) -> MergedMultiHeadAttention:
 # --------------------------------------------------------------------------------------------
 # Costs in closed form
 # --------------------------------------------------------------------------------------------
+
 
 def merge_params(d_model: int, num_heads: int, merge: str, bias: bool = True) -> int:
     """Parameters of the merge step alone (everything after the heads' outputs).
@@ -362,18 +369,23 @@ def merge_cost_table(configs: dict, *, seq_len: int = 512, bias: bool = True) ->
         concat = merge_params(d_model, num_heads, "concat", bias)
         for merge in MERGES:
             params = merge_params(d_model, num_heads, merge, bias)
-            rows.append({
-                "config": name, "d_model": d_model, "num_heads": num_heads, "merge": merge,
-                "params": params, "flops": merge_flops(seq_len, d_model, num_heads, merge),
-                "layer_params": merged_attention_params(d_model, num_heads, merge, bias),
-                "params_vs_concat": params / concat,
-            })
+            rows.append(
+                {
+                    "config": name,
+                    "d_model": d_model,
+                    "num_heads": num_heads,
+                    "merge": merge,
+                    "params": params,
+                    "flops": merge_flops(seq_len, d_model, num_heads, merge),
+                    "layer_params": merged_attention_params(d_model, num_heads, merge, bias),
+                    "params_vs_concat": params / concat,
+                }
+            )
     return rows
 
 
 #: Real configurations (d_model, num_heads) used in the chapter's cost table.
-CONFIGS = {"BERT-base": (768, 12), "BERT-large": (1024, 16), "GPT-2 large": (1280, 20),
-           "GPT-2 XL": (1600, 25)}
+CONFIGS = {"BERT-base": (768, 12), "BERT-large": (1024, 16), "GPT-2 large": (1280, 20), "GPT-2 XL": (1600, 25)}
 
 
 # --------------------------------------------------------------------------------------------
@@ -386,8 +398,16 @@ RESULTS_PATH = DATA_DIR / "merge_results.json"
 SWEEP = {"num_relations": (4, 2), "seeds": (0, 1, 2, 3, 4), "num_heads": 4, "readout": "linear"}
 
 
-def merge_experiment(strategy: str, *, seed: int = 0, num_relations: int = 4, num_heads: int = 4,
-                     readout: str = "linear", steps: int | None = None, show_progress: bool = False) -> dict:
+def merge_experiment(
+    strategy: str,
+    *,
+    seed: int = 0,
+    num_relations: int = 4,
+    num_heads: int = 4,
+    readout: str = "linear",
+    steps: int | None = None,
+    show_progress: bool = False,
+) -> dict:
     """Train chapter 1's one-layer model with ``MergedMultiHeadAttention(merge=strategy)``; test it.
 
     The task is chapter 1's (:func:`mha.chapters.task.make_task`): at each position ``t >= k`` name the
@@ -414,9 +434,15 @@ def merge_experiment(strategy: str, *, seed: int = 0, num_relations: int = 4, nu
     result = experiments.train_and_evaluate(model, task, steps=steps, seed=seed, show_progress=show_progress)
     keep = ("accuracy", "relation_accuracy", "train_accuracy", "params", "attention_params")
     out = {key: result[key] for key in keep}
-    out.update(merge_params=sum(p.numel() for p in model.attention.merge_layer.parameters()),
-               strategy=strategy, seed=seed, num_relations=num_relations, num_heads=num_heads,
-               readout=readout, steps=steps)
+    out.update(
+        merge_params=sum(p.numel() for p in model.attention.merge_layer.parameters()),
+        strategy=strategy,
+        seed=seed,
+        num_relations=num_relations,
+        num_heads=num_heads,
+        readout=readout,
+        steps=steps,
+    )
     return out
 
 
@@ -426,8 +452,11 @@ def run_merge_sweep(sweep: dict = SWEEP, *, log=None) -> list[dict]:
     for k in sweep["num_relations"]:
         for strategy in MERGES:
             for seed in sweep["seeds"]:
-                runs.append(merge_experiment(strategy, seed=seed, num_relations=k, num_heads=sweep["num_heads"],
-                                             readout=sweep["readout"]))
+                runs.append(
+                    merge_experiment(
+                        strategy, seed=seed, num_relations=k, num_heads=sweep["num_heads"], readout=sweep["readout"]
+                    )
+                )
                 if log is not None:
                     log(runs[-1])
     return runs
@@ -449,7 +478,16 @@ def summarize_merge_results(runs: list[dict]) -> list[dict]:
             if not group:
                 continue
             acc = [r["accuracy"] for r in group]
-            rows.append({"num_relations": k, "strategy": strategy, "seeds": len(group),
-                         "mean": sum(acc) / len(acc), "min": min(acc), "max": max(acc),
-                         "params": group[0]["params"], "merge_params": group[0]["merge_params"]})
+            rows.append(
+                {
+                    "num_relations": k,
+                    "strategy": strategy,
+                    "seeds": len(group),
+                    "mean": sum(acc) / len(acc),
+                    "min": min(acc),
+                    "max": max(acc),
+                    "params": group[0]["params"],
+                    "merge_params": group[0]["merge_params"],
+                }
+            )
     return rows

@@ -8,6 +8,7 @@ the stored file with a live count.
 
 Shape legend: B batch, H heads, T query length, S key length, D d_model.
 """
+
 from __future__ import annotations
 
 import json
@@ -61,8 +62,11 @@ def saved_tensors(forward, x, exclude=()) -> list[dict]:
         storage = t.untyped_storage()
         ptr = storage.data_ptr()
         if ptr not in excluded and ptr not in used:
-            used[ptr] = {"shape": tuple(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
-                         "nbytes": storage.nbytes()}
+            used[ptr] = {
+                "shape": tuple(t.shape),
+                "dtype": str(t.dtype).replace("torch.", ""),
+                "nbytes": storage.nbytes(),
+            }
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
@@ -75,21 +79,30 @@ def saved_activation_bytes(forward, x, exclude=()) -> int:
     return sum(t["nbytes"] for t in saved_tensors(forward, x, exclude))
 
 
-def attention_matrix_bytes(batch_size: int, num_heads: int, seq_len: int, key_len: int | None = None,
-                           bytes_per_element: int = 4) -> int:
+def attention_matrix_bytes(
+    batch_size: int, num_heads: int, seq_len: int, key_len: int | None = None, bytes_per_element: int = 4
+) -> int:
     """Bytes of one (B, H, T, S) tensor of scores or weights: B·H·T·S·bytes (S defaults to T)."""
     key_len = seq_len if key_len is None else key_len
-    sizes = [check_positive_int(name, v) for name, v in (
-        ("batch_size", batch_size), ("num_heads", num_heads), ("seq_len", seq_len), ("key_len", key_len),
-        ("bytes_per_element", bytes_per_element))]
+    sizes = [
+        check_positive_int(name, v)
+        for name, v in (
+            ("batch_size", batch_size),
+            ("num_heads", num_heads),
+            ("seq_len", seq_len),
+            ("key_len", key_len),
+            ("bytes_per_element", bytes_per_element),
+        )
+    ]
     total = 1
     for size in sizes:
         total *= size
     return total
 
 
-def count_attention_matrices(tensors: list[dict], batch_size: int, num_heads: int, seq_len: int,
-                             key_len: int | None = None) -> int:
+def count_attention_matrices(
+    tensors: list[dict], batch_size: int, num_heads: int, seq_len: int, key_len: int | None = None
+) -> int:
     """How many of ``tensors`` (from :func:`saved_tensors`) are (T, S) matrices for all B·H heads.
 
     A tensor counts when its last two sizes are (T, S) and it has B·H·T·S elements, whether it is
@@ -109,6 +122,7 @@ def count_attention_matrices(tensors: list[dict], batch_size: int, num_heads: in
 # ---------------------------------------------------------------------------------------------
 # Stored results of benchmarks/bench_attention.py
 # ---------------------------------------------------------------------------------------------
+
 
 def check_report(report) -> dict:
     """Raise ``ValueError`` naming what is missing when ``report`` is not a benchmark report."""
@@ -177,13 +191,15 @@ def describe(report) -> str:
     """One line naming the machine and versions a report was measured with."""
     env = report["environment"]
     load = f", load average {env['load_average']:.1f}" if "load_average" in env else ""
-    return (f"{env['device']} ({env['device_name']}), torch {env['torch']}, {env['threads']} threads, "
-            f"{env['dtype']}{load}")
+    return (
+        f"{env['device']} ({env['device_name']}), torch {env['torch']}, {env['threads']} threads, {env['dtype']}{load}"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # The explorer's controls and alt text (mha.viz.perf.render_benchmark draws its frames)
 # ---------------------------------------------------------------------------------------------
+
 
 #: Controls of the chapter's explorer over a stored report (2 x 4 = 8 frames at most).
 def explorer_controls(report) -> dict:

@@ -13,6 +13,7 @@ figures are in :mod:`mha.viz.pretrained`. Here:
 
 Shape legend: B batch, T tokens, D d_model, H heads, L layers, N pairs.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,7 +25,12 @@ import numpy as np
 import torch
 
 from ..bert import (
-    PIP_REQUIREMENT, Batch, BertConfig, BertEncoder, load_model, load_tokenizer, sentence_embeddings, tokenize,
+    PIP_REQUIREMENT,
+    Batch,
+    BertConfig,
+    BertEncoder,
+    sentence_embeddings,
+    tokenize,
 )
 from . import DATA_DIR
 
@@ -69,8 +75,7 @@ def token_position(tokens, word: str) -> int:
     """The position of ``word`` in ``tokens``; it must occur exactly once."""
     hits = [i for i, t in enumerate(tokens) if t == word]
     if len(hits) != 1:
-        raise ValueError(f"word {word!r} must occur exactly once in the tokens, found it {len(hits)} times "
-                         f"in {tokens}")
+        raise ValueError(f"word {word!r} must occur exactly once in the tokens, found it {len(hits)} times in {tokens}")
     return hits[0]
 
 
@@ -176,6 +181,7 @@ def head_similarity(maps, words_only: bool = False) -> np.ndarray:
 # Removing heads: how much does the sentence embedding need each one?
 # ---------------------------------------------------------------------------------------------
 
+
 def load_sentence_pairs(path=None) -> list[tuple[str, str]]:
     """The course's paraphrase pairs (``mha/data/sentence_pairs.json``): a list of (a, b)."""
     path = SENTENCE_PAIRS if path is None else Path(path)
@@ -217,8 +223,10 @@ def pair_batches(tokenizer, pairs=None) -> tuple[Batch, Batch]:
 def quality_with_heads(model: BertEncoder, batches, head_mask=None) -> Quality:
     """Embedding quality (:class:`Quality`) with only the heads ``head_mask`` keeps (1 = keep)."""
     batch_a, batch_b = batches
-    return paraphrase_quality(sentence_embeddings(model, batch_a, head_mask=head_mask),
-                              sentence_embeddings(model, batch_b, head_mask=head_mask))
+    return paraphrase_quality(
+        sentence_embeddings(model, batch_a, head_mask=head_mask),
+        sentence_embeddings(model, batch_b, head_mask=head_mask),
+    )
 
 
 def head_mask_without(config: BertConfig, removed) -> torch.Tensor:
@@ -226,8 +234,9 @@ def head_mask_without(config: BertConfig, removed) -> torch.Tensor:
     mask = torch.ones(config.num_layers, config.num_heads)
     for layer, head in removed:
         if not (0 <= layer < config.num_layers and 0 <= head < config.num_heads):
-            raise ValueError(f"(layer, head) must lie in [0, {config.num_layers}) x [0, {config.num_heads}), "
-                             f"found ({layer}, {head})")
+            raise ValueError(
+                f"(layer, head) must lie in [0, {config.num_layers}) x [0, {config.num_heads}), found ({layer}, {head})"
+            )
         mask[layer, head] = 0.0
     return mask
 
@@ -294,8 +303,11 @@ def ablation_study(model: BertEncoder, tokenizer, seed: int = 0) -> dict:
     flat = single["margin"].ravel()
     least_first = [divmod(int(i), num_heads) for i in np.argsort(-flat, kind="stable")]
     rng = np.random.default_rng(seed)
-    orders = {"least harmful first": least_first, "most harmful first": least_first[::-1],
-              "random": [divmod(int(i), num_heads) for i in rng.permutation(flat.size)]}
+    orders = {
+        "least harmful first": least_first,
+        "most harmful first": least_first[::-1],
+        "random": [divmod(int(i), num_heads) for i in rng.permutation(flat.size)],
+    }
 
     def rounded(x):
         return np.round(np.asarray(x, dtype=float), 6).tolist()
@@ -303,14 +315,20 @@ def ablation_study(model: BertEncoder, tokenizer, seed: int = 0) -> dict:
     curves = {}
     for name, order in orders.items():
         curve = pruning_curve(model, batches, order, pruning_counts(model.config))
-        curves[name] = {"order": [list(p) for p in order], "removed": curve["removed"],
-                        "accuracy": rounded(curve["accuracy"]), "margin": rounded(curve["margin"])}
+        curves[name] = {
+            "order": [list(p) for p in order],
+            "removed": curve["removed"],
+            "accuracy": rounded(curve["accuracy"]),
+            "margin": rounded(curve["margin"]),
+        }
     return {
         "description": "Head ablation of all-MiniLM-L6-v2 on mha/data/sentence_pairs.json, written by "
-                       "mha.chapters.pretrained_analysis.ablation_study "
-                       "(python scripts/make_ablation_cache.py). A removed head's "
-                       "context is zeroed before W_O.",
-        "model": PIP_REQUIREMENT, "pairs_sha256": pairs_digest(), "seed": seed,
+        "mha.chapters.pretrained_analysis.ablation_study "
+        "(python scripts/make_ablation_cache.py). A removed head's "
+        "context is zeroed before W_O.",
+        "model": PIP_REQUIREMENT,
+        "pairs_sha256": pairs_digest(),
+        "seed": seed,
         "full": {"accuracy": full.accuracy, "margin": round(full.margin, 6)},
         "single_head": {"accuracy": rounded(single["accuracy"]), "margin": rounded(single["margin"])},
         "pruning": curves,
@@ -325,8 +343,10 @@ def load_ablation_study(path=None) -> dict:
     path = ABLATION_RESULTS if path is None else Path(path)
     study = json.loads(path.read_text())
     if study["pairs_sha256"] != pairs_digest():
-        raise ValueError(f"{path} was computed on another version of {SENTENCE_PAIRS.name}; "
-                         "rerun `python scripts/make_ablation_cache.py` to update it")
+        raise ValueError(
+            f"{path} was computed on another version of {SENTENCE_PAIRS.name}; "
+            "rerun `python scripts/make_ablation_cache.py` to update it"
+        )
     for key in ("accuracy", "margin"):
         study["single_head"][key] = np.array(study["single_head"][key])
     return study
@@ -335,6 +355,7 @@ def load_ablation_study(path=None) -> dict:
 # ---------------------------------------------------------------------------------------------
 # Writing the stored study (python scripts/make_ablation_cache.py)
 # ---------------------------------------------------------------------------------------------
+
 
 def write_ablation_study(study: dict, path=None) -> Path:
     """Write :func:`ablation_study`'s results as JSON, one line per innermost list (diff-friendly)."""

@@ -7,6 +7,7 @@ makes of the two. The explorer's frames are drawn by :func:`mha.viz.merging.plot
 
 Shape legend: T = 3 tokens, D = d_model = 8, H = 2 heads, Dh = 4.
 """
+
 from __future__ import annotations
 
 import torch
@@ -96,8 +97,14 @@ def merge_example(merge: str, sentence: str) -> dict:
     def cpu(t):
         return None if t is None else t[0].to("cpu", torch.float64)
 
-    return {"words": sentence.split(), "heads": cpu(heads), "weights": cpu(weights), "merged": cpu(merged),
-            "coefficients": cpu(coefficients), "output": cpu(output)}
+    return {
+        "words": sentence.split(),
+        "heads": cpu(heads),
+        "weights": cpu(weights),
+        "merged": cpu(merged),
+        "coefficients": cpu(coefficients),
+        "output": cpu(output),
+    }
 
 
 def merge_example_alt(merge: str, sentence: str) -> str:

@@ -14,6 +14,7 @@ The figures and explorer frames are in :mod:`mha.viz.scaling`.
 
 Shape legend: N samples (queries), S keys, Dk = d_k, T tokens, H heads.
 """
+
 from __future__ import annotations
 
 import math
@@ -79,8 +80,7 @@ def sample_scores(d_k: int, scale, *, num_queries: int = 500, num_keys: int = NU
     return queries @ keys.T * factor, keys, factor  # (N, S)
 
 
-def softmax_stats(d_k: int, scale="1/√d_k", *, num_queries: int = 500, num_keys: int = NUM_KEYS,
-                  seed: int = 0) -> dict:
+def softmax_stats(d_k: int, scale="1/√d_k", *, num_queries: int = 500, num_keys: int = NUM_KEYS, seed: int = 0) -> dict:
     """How peaked the softmax of random scaled scores is, and how much gradient passes through it.
 
     With ``p = softmax(s)``, ``s_j = scale · q·k_j``, the Jacobian is ``J = ∂p/∂s = diag(p) - p pᵀ``;
@@ -123,8 +123,14 @@ def score_stats(scores: torch.Tensor, keys: torch.Tensor, factor: float) -> dict
     }
 
 
-def scaling_sweep(d_ks=DEFAULT_D_KS, scales=("1 (no scaling)", "1/√d_k"), *, num_queries: int = 500,
-                  num_keys: int = NUM_KEYS, seed: int = 0) -> dict:
+def scaling_sweep(
+    d_ks=DEFAULT_D_KS,
+    scales=("1 (no scaling)", "1/√d_k"),
+    *,
+    num_queries: int = 500,
+    num_keys: int = NUM_KEYS,
+    seed: int = 0,
+) -> dict:
     """:func:`softmax_stats` for every head width and scale.
 
     Returns:
@@ -142,13 +148,16 @@ def scaling_sweep(d_ks=DEFAULT_D_KS, scales=("1 (no scaling)", "1/√d_k"), *, n
 def describe_scaling(d_k: int = 64, scale: str = "1/√d_k") -> str:
     """Alt text for an explorer frame."""
     s = softmax_stats(d_k, scale)
-    return (f"With d_k = {d_k} and scale {scale}, the scores have variance {s['variance']:.3g}; "
-            f"{100 * s['saturated']:.0f}% of the queries put more than 0.99 of their weight on one key.")
+    return (
+        f"With d_k = {d_k} and scale {scale}, the scores have variance {s['variance']:.3g}; "
+        f"{100 * s['saturated']:.0f}% of the queries put more than 0.99 of their weight on one key."
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # Cutting d_model into heads
 # --------------------------------------------------------------------------------------------
+
 
 def head_blocks(d_model: int, num_heads: int) -> list[range]:
     """The feature columns each head receives from :func:`mha.split_heads`: head i gets
@@ -166,13 +175,16 @@ def head_blocks(d_model: int, num_heads: int) -> list[range]:
 def describe_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4) -> str:
     """Alt text for :func:`mha.viz.scaling.render_head_split`."""
     head_dim = d_model // num_heads
-    return (f"A {seq_len} by {d_model} matrix whose columns are cut into {num_heads} coloured blocks "
-            f"of {head_dim} columns, one per head.")
+    return (
+        f"A {seq_len} by {d_model} matrix whose columns are cut into {num_heads} coloured blocks "
+        f"of {head_dim} columns, one per head."
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # Exercises
 # --------------------------------------------------------------------------------------------
+
 
 def check_merge_heads(fn) -> bool:
     """Exercise check: does ``fn(x)`` undo :func:`mha.split_heads` for several shapes?
@@ -189,6 +201,8 @@ def check_merge_heads(fn) -> bool:
         if tuple(got.shape) != shape:
             raise AssertionError(f"for H = {num_heads}, expected shape {shape}, found {tuple(got.shape)}")
         if not torch.equal(got, x):
-            raise AssertionError(f"for x of shape {shape} and H = {num_heads}, merge(split(x)) != x: "
-                                 "are the heads concatenated along the feature axis, in order?")
+            raise AssertionError(
+                f"for x of shape {shape} and H = {num_heads}, merge(split(x)) != x: "
+                "are the heads concatenated along the feature axis, in order?"
+            )
     return True

@@ -8,6 +8,7 @@ noun came first, so "cat chases mouse" and "mouse chases cat" become indistingui
 The value vectors are one-hot on two features, "cat" and "mouse", so every output can be read
 off by eye: the output *is* the pair of weights, ``[split, 1 - split]`` or its mirror image.
 """
+
 from __future__ import annotations
 
 import math
@@ -81,8 +82,10 @@ def split_alt(split: float = 0.5) -> str:
     """Alt text of :func:`mha.viz.single_head.render_split`'s figure."""
     r = two_sentences(split)
     a, b = (f"[{v[0]:.1f}, {v[1]:.1f}]" for v in (r["output"], r["output_swapped"]))
-    return (f"The verb puts weight {split:.1f} on 'cat' and {1 - split:.1f} on 'mouse'; its output is {a} "
-            f"in 'cat chases mouse' and {b} in 'mouse chases cat'.")
+    return (
+        f"The verb puts weight {split:.1f} on 'cat' and {1 - split:.1f} on 'mouse'; its output is {a} "
+        f"in 'cat chases mouse' and {b} in 'mouse chases cat'."
+    )
 
 
 #: Relations a reader finds in the chapter's two sentences: (query word, attended word, relation).
@@ -94,8 +97,14 @@ RELATION_SENTENCES = {
     ),
     "The animal didn't cross the street because it was too tired": (
         ("The", "animal", "didn't", "cross", "the", "street", "because", "it", "was", "too", "tired"),
-        ((7, 1, "coreference"), (3, 1, "subject"), (3, 5, "object"), (10, 7, "modifier"),
-         (6, 10, "cause"), (6, 3, "cause")),
+        (
+            (7, 1, "coreference"),
+            (3, 1, "subject"),
+            (3, 5, "object"),
+            (10, 7, "modifier"),
+            (6, 10, "cause"),
+            (6, 3, "cause"),
+        ),
     ),
 }
 RELATION_KINDS = ("subject", "object", "coreference", "modifier", "cause", "previous word")

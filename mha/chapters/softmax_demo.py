@@ -7,14 +7,15 @@ towards the largest score (one-hot in the limit), a large ``tau`` flattens it to
 Import it explicitly: ``from mha.chapters import softmax_demo``; its figure is in
 :mod:`mha.viz.softmax_demo`.
 """
+
 from __future__ import annotations
 
 import math
 
 import torch
 
-from ..checks import check_float_tensor
 from ..attention import entropy_bits, masked_softmax
+from ..checks import check_float_tensor
 
 #: Five tokens and the attention scores one query gives them (a fixed, readable example).
 TOKENS = ["the", "cat", "chased", "the", "mouse"]
@@ -47,5 +48,7 @@ def describe_temperature(temperature: float = 1.0) -> str:
     """Alt text for one explorer frame: the weights in words."""
     probs = softmax_with_temperature(SCORES, temperature)
     top = int(probs.argmax())
-    return (f"Bar chart of the attention weights at temperature {temperature:g}: "
-            f"'{TOKENS[top]}' gets {probs[top].item():.2f}, entropy {entropy_bits(probs).item():.2f} bits.")
+    return (
+        f"Bar chart of the attention weights at temperature {temperature:g}: "
+        f"'{TOKENS[top]}' gets {probs[top].item():.2f}, entropy {entropy_bits(probs).item():.2f} bits."
+    )

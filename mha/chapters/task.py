@@ -21,6 +21,7 @@ Everything trains on the CPU, with local seeds and one thread, so a run is repro
 The experiments built on it: :mod:`mha.chapters.head_count` (chapter 1) and
 :mod:`mha.chapters.merging` (chapter 5).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -51,6 +52,7 @@ NUM_TEST = 512
 # Reproducibility helpers
 # --------------------------------------------------------------------------------------------
 
+
 @contextlib.contextmanager
 def seeded(seed: int):
     """Run a block with the global torch RNG seeded, and restore the caller's RNG state after.
@@ -80,6 +82,7 @@ def one_thread():
 # --------------------------------------------------------------------------------------------
 # The task
 # --------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Task:
@@ -113,12 +116,20 @@ def relation_targets(x: torch.Tensor, offsets) -> torch.Tensor:
     y = torch.full((num_seq, seq_len, len(offsets)), -100, dtype=torch.long)  # (N, T, K)
     first = max(offsets)  # the first position where every relation has an answer
     for i, offset in enumerate(offsets):
-        y[:, first:, i] = x[:, first - offset: seq_len - offset]  # (N, T - first)
+        y[:, first:, i] = x[:, first - offset : seq_len - offset]  # (N, T - first)
     return y
 
 
-def make_task(num_relations: int = 4, *, seq_len: int = SEQ_LEN, vocab_size: int = VOCAB_SIZE,
-              num_train: int = NUM_TRAIN, num_test: int = NUM_TEST, offsets=None, seed: int = 0) -> Task:
+def make_task(
+    num_relations: int = 4,
+    *,
+    seq_len: int = SEQ_LEN,
+    vocab_size: int = VOCAB_SIZE,
+    num_train: int = NUM_TRAIN,
+    num_test: int = NUM_TEST,
+    offsets=None,
+    seed: int = 0,
+) -> Task:
     """Draw the train and test sets of the copy-at-``k``-offsets task.
 
     Each token is uniform over ``vocab_size`` symbols, independently; the targets at position ``t``
@@ -138,13 +149,21 @@ def make_task(num_relations: int = 4, *, seq_len: int = SEQ_LEN, vocab_size: int
     gen = torch.Generator().manual_seed(seed)
     train_x = torch.randint(vocab_size, (num_train, seq_len), generator=gen)  # (N, T)
     test_x = torch.randint(vocab_size, (num_test, seq_len), generator=gen)  # (N, T)
-    return Task(train_x, relation_targets(train_x, offsets), test_x, relation_targets(test_x, offsets),
-                offsets, vocab_size, seq_len)
+    return Task(
+        train_x,
+        relation_targets(train_x, offsets),
+        test_x,
+        relation_targets(test_x, offsets),
+        offsets,
+        vocab_size,
+        seq_len,
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # The model
 # --------------------------------------------------------------------------------------------
+
 
 class RelationModel(nn.Module):
     """Embeddings -> one causal attention layer (+ residual) -> readout to K x V logits.
@@ -162,8 +181,16 @@ class RelationModel(nn.Module):
         forward: tokens (B, T) int64 -> logits (B, T, K, V), weights (B, H, T, T).
     """
 
-    def __init__(self, vocab_size: int, seq_len: int, num_relations: int, d_model: int = D_MODEL,
-                 num_heads: int = 1, readout: str = "mlp", attention: nn.Module | None = None):
+    def __init__(
+        self,
+        vocab_size: int,
+        seq_len: int,
+        num_relations: int,
+        d_model: int = D_MODEL,
+        num_heads: int = 1,
+        readout: str = "mlp",
+        attention: nn.Module | None = None,
+    ):
         super().__init__()
         if readout not in ("linear", "mlp"):
             raise ValueError(f"readout must be 'linear' or 'mlp', found {readout!r}")
@@ -176,8 +203,9 @@ class RelationModel(nn.Module):
         if readout == "linear":
             self.readout = nn.Linear(d_model, out_features)
         else:
-            self.readout = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.ReLU(),
-                                         nn.Linear(4 * d_model, out_features))
+            self.readout = nn.Sequential(
+                nn.Linear(d_model, 4 * d_model), nn.ReLU(), nn.Linear(4 * d_model, out_features)
+            )
         self.register_buffer("mask", causal_mask(seq_len), persistent=False)  # (T, T), True = may attend
 
     def forward(self, tokens: torch.Tensor):
@@ -189,8 +217,9 @@ class RelationModel(nn.Module):
         return logits.view(batch_size, seq_len, self.num_relations, self.vocab_size), weights  # (B, T, K, V)
 
 
-def make_model(num_heads: int, task: Task, *, seed: int = 0, d_model: int = D_MODEL, readout: str = "mlp",
-               attention=None) -> RelationModel:
+def make_model(
+    num_heads: int, task: Task, *, seed: int = 0, d_model: int = D_MODEL, readout: str = "mlp", attention=None
+) -> RelationModel:
     """A :class:`RelationModel` for ``task`` whose initial weights depend on ``seed`` only.
 
     ``attention`` may be a callable ``attention(d_model, num_heads) -> module`` (built inside the
@@ -201,8 +230,9 @@ def make_model(num_heads: int, task: Task, *, seed: int = 0, d_model: int = D_MO
     num_heads = check_positive_int("num_heads", num_heads)
     with seeded(seed):
         module = None if attention is None else attention(d_model, num_heads)
-        model = RelationModel(task.vocab_size, task.seq_len, task.num_relations, d_model, num_heads,
-                              readout=readout, attention=module)
+        model = RelationModel(
+            task.vocab_size, task.seq_len, task.num_relations, d_model, num_heads, readout=readout, attention=module
+        )
     if attention is None:
         expected = attention_params(d_model, num_heads)
         found = count_params(model.attention)
@@ -214,6 +244,7 @@ def make_model(num_heads: int, task: Task, *, seed: int = 0, d_model: int = D_MO
 # --------------------------------------------------------------------------------------------
 # Training and evaluation
 # --------------------------------------------------------------------------------------------
+
 
 def _progress(total: int, show: bool):
     """A tqdm bar when ``show`` is true and tqdm is installed, else None (prints nothing)."""
@@ -265,9 +296,16 @@ def token_labels(tokens) -> list[str]:
     return [f"{t}:{chr(ord('a') + int(v))}" for t, v in enumerate(tokens)]
 
 
-def train_and_evaluate(model: RelationModel, task: Task, *, steps: int = STEPS, seed: int = 0,
-                       batch_size: int = BATCH_SIZE, lr: float = LEARNING_RATE,
-                       show_progress: bool = False) -> dict:
+def train_and_evaluate(
+    model: RelationModel,
+    task: Task,
+    *,
+    steps: int = STEPS,
+    seed: int = 0,
+    batch_size: int = BATCH_SIZE,
+    lr: float = LEARNING_RATE,
+    show_progress: bool = False,
+) -> dict:
     """Train ``model`` on ``task.train_*`` with Adam (on the CPU, one thread) and test it.
 
     Minibatches are drawn with a local generator seeded by ``seed``; the same model, task and seed
@@ -288,8 +326,9 @@ def train_and_evaluate(model: RelationModel, task: Task, *, steps: int = STEPS, 
         for _ in range(steps):
             idx = torch.randint(task.train_x.shape[0], (batch_size,), generator=gen)  # (B,)
             logits, _ = model(task.train_x[idx])  # (B, T, K, V)
-            loss = F.cross_entropy(logits.reshape(-1, task.vocab_size), task.train_y[idx].reshape(-1),
-                                   ignore_index=-100)
+            loss = F.cross_entropy(
+                logits.reshape(-1, task.vocab_size), task.train_y[idx].reshape(-1), ignore_index=-100
+            )
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

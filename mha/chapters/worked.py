@@ -17,6 +17,7 @@ explorer's figure are in :mod:`mha.viz.worked`.
 
 Shape legend: T = 5 tokens, D = d_model = 8, H = 2 heads, Dh = d_k = 4.
 """
+
 from __future__ import annotations
 
 import math
@@ -75,12 +76,12 @@ def canonical_weights() -> dict:
     w_q1 = _tensor([zero, zero, zero, [2, 0, 0, 0], [2, 0, 0, 0], [0, 2, 0, 0], [0, 0, 2, 0], [0, 0, 0, 2]])
     w_k1 = _tensor([zero, zero, zero, [2, 0, 0, 0], [0, 2, 0, 0], [0, 0, 2, 0], [0, 0, 0, 2], zero])
     w_qk2 = _tensor([[2, 0, 0, 0], [0, 2, 0, 0], [0, 0, 2, 0], zero, zero, zero, zero, zero])
-    w_v = _tensor([[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0],
-                   [0, 0, 0, 1], [0, 0, 0, 2], [0, 0, 0, 3], [0, 0, 0, 4], [0, 0, 0, 5]])
+    w_v = _tensor(
+        [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], [0, 0, 0, 2], [0, 0, 0, 3], [0, 0, 0, 4], [0, 0, 0, 5]]
+    )
     eye = torch.eye(HEAD_DIM, dtype=DTYPE)
     w_o = torch.cat([torch.cat([eye, eye], dim=1), torch.cat([eye, -eye], dim=1)], dim=0)  # (8, 8)
-    return {"w_q": [w_q1, w_qk2.clone()], "w_k": [w_k1, w_qk2.clone()],
-            "w_v": [w_v, w_v.clone()], "w_o": w_o}
+    return {"w_q": [w_q1, w_qk2.clone()], "w_k": [w_k1, w_qk2.clone()], "w_v": [w_v, w_v.clone()], "w_o": w_o}
 
 
 @dataclass(frozen=True)
@@ -168,9 +169,24 @@ def worked_example(x: torch.Tensor | None = None, temperature: float = 1.0) -> W
     head_outputs = weights @ v  # (H, T, Dh)
     concat = merge_heads(head_outputs[None])[0]  # (T, H*Dh): side by side, not stacked
     output = concat @ w["w_o"]  # (T, D)
-    return WorkedExample(tokens=list(TOKENS), x=x, w_q=w["w_q"], w_k=w["w_k"], w_v=w["w_v"], w_o=w["w_o"],
-                         q=q, k=k, v=v, scores=scores, scaled_scores=scaled, weights=weights,
-                         head_outputs=head_outputs, concat=concat, output=output, temperature=temperature)
+    return WorkedExample(
+        tokens=list(TOKENS),
+        x=x,
+        w_q=w["w_q"],
+        w_k=w["w_k"],
+        w_v=w["w_v"],
+        w_o=w["w_o"],
+        q=q,
+        k=k,
+        v=v,
+        scores=scores,
+        scaled_scores=scaled,
+        weights=weights,
+        head_outputs=head_outputs,
+        concat=concat,
+        output=output,
+        temperature=temperature,
+    )
 
 
 def edited_x(det: float = 0.0, noun: float = 1.0, verb: float = 0.0, *, token: int = 5) -> torch.Tensor:
@@ -188,6 +204,7 @@ def edited_x(det: float = 0.0, noun: float = 1.0, verb: float = 0.0, *, token: i
 # --------------------------------------------------------------------------------------------
 # The same numbers through modules
 # --------------------------------------------------------------------------------------------
+
 
 def to_module(example: WorkedExample | None = None) -> MultiHeadAttention:
     """An ``mha.MultiHeadAttention(8, 2, bias=False)`` (float64) holding the example's weights.
@@ -214,8 +231,11 @@ def single_head_module(example: WorkedExample | None = None) -> SingleHeadAttent
     ex = worked_example() if example is None else example
     module = SingleHeadAttention(D_MODEL, head_dim=NUM_HEADS * HEAD_DIM, bias=False).to(DTYPE)
     with torch.no_grad():
-        for proj, per_head in ((module.head.q_proj, ex.w_q), (module.head.k_proj, ex.w_k),
-                               (module.head.v_proj, ex.w_v)):
+        for proj, per_head in (
+            (module.head.q_proj, ex.w_q),
+            (module.head.k_proj, ex.w_k),
+            (module.head.v_proj, ex.w_v),
+        ):
             proj.weight.copy_(torch.cat(per_head, dim=1).T)  # stored as (8, D)
         module.out_proj.weight.copy_(ex.w_o.T)
     return module
@@ -225,6 +245,7 @@ def single_head_module(example: WorkedExample | None = None) -> SingleHeadAttent
 # Labels (the text and LaTeX of every matrix are in mha.viz.worked)
 # --------------------------------------------------------------------------------------------
 
+
 def token_labels(tokens=TOKENS) -> list[str]:
     """Row labels that stay unique when a word repeats: ``1 the``, ``2 cat``, …"""
     return [f"{i + 1} {t}" for i, t in enumerate(tokens)]
@@ -233,6 +254,7 @@ def token_labels(tokens=TOKENS) -> list[str]:
 # --------------------------------------------------------------------------------------------
 # Exercises: check one row computed by hand
 # --------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class RowCheck:
@@ -309,13 +331,21 @@ def _diagnose_output(mine, ex, h, r, tol, my_weights) -> str:
         return f"you used column {r + 1} of the weights; the output of token {r + 1} uses row {r + 1}"
     if _close(mine, ex.weights[h, r] @ ex.k[h], tol):
         return "you averaged the keys K; the output is a weighted sum of the values V"
-    if _close(mine, ex.weights[h, r] @ ex.x[:, :ex.head_dim], tol):
+    if _close(mine, ex.weights[h, r] @ ex.x[:, : ex.head_dim], tol):
         return "you averaged (part of) X; the output is a weighted sum of the values V = X W_V"
     return "sum over the five tokens: weight_j times row j of V"
 
 
-def check_row(head: int, row: int, *, scores=None, weights=None, output=None,
-              example: WorkedExample | None = None, tol: float = 0.01) -> RowCheck:
+def check_row(
+    head: int,
+    row: int,
+    *,
+    scores=None,
+    weights=None,
+    output=None,
+    example: WorkedExample | None = None,
+    tol: float = 0.01,
+) -> RowCheck:
     """Check one row of one head computed by hand, and say which step went wrong first.
 
     Args:
@@ -348,9 +378,11 @@ def check_row(head: int, row: int, *, scores=None, weights=None, output=None,
     my_output = _as_row("output", output, ex.head_dim)
     lines = [f"head {head}, row {row} ({ex.tokens[r]})"]
     first_error = None
-    steps = (("scores", my_scores, ex.scores[h, r], ex.tokens),
-             ("weights", my_weights, ex.weights[h, r], ex.tokens),
-             ("output", my_output, ex.head_outputs[h, r], [f"d{j + 1}" for j in range(ex.head_dim)]))
+    steps = (
+        ("scores", my_scores, ex.scores[h, r], ex.tokens),
+        ("weights", my_weights, ex.weights[h, r], ex.tokens),
+        ("output", my_output, ex.head_outputs[h, r], [f"d{j + 1}" for j in range(ex.head_dim)]),
+    )
     for name, mine, expected, labels in steps:
         if mine is None:
             lines.append(f"  {name:8s} not given")
@@ -393,5 +425,7 @@ def explorer_alt(noun: float = 1.0, verb: float = 0.0, temperature: float = 1.0)
         top = float(row.max())
         where = " and ".join(f"{j + 1} ({ex.tokens[j]})" for j in range(len(row)) if top - float(row[j]) < 1e-9)
         parts.append(f"head {h + 1}: dog's largest weight {top:.2f} on token {where}")
-    return (f"Attention weights of both heads with dog = (det 0, noun {noun:g}, verb {verb:g}) and "
-            f"temperature {temperature:g}; " + "; ".join(parts) + ".")
+    return (
+        f"Attention weights of both heads with dog = (det 0, noun {noun:g}, verb {verb:g}) and "
+        f"temperature {temperature:g}; " + "; ".join(parts) + "."
+    )

@@ -8,6 +8,7 @@ matplotlib and ipywidgets.
 ``import mha.viz`` imports neither: a module loads on first use (``mha.viz.merging``) or with
 ``from mha.viz import merging``.
 """
+
 from __future__ import annotations
 
 

@@ -2,13 +2,20 @@
 
 The numbers come from :mod:`mha.chapters.configs` (built on :mod:`mha.counting`).
 """
+
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 from matplotlib.patches import Rectangle
 
 from ..chapters.configs import (
-    GIB, KV_EXPLORER_MODEL, calculator, crossover_seq_len, flops_split, format_bytes, kv_explorer_values,
+    GIB,
+    KV_EXPLORER_MODEL,
+    calculator,
+    crossover_seq_len,
+    flops_split,
+    format_bytes,
+    kv_explorer_values,
     params_fixed_head_dim,
 )
 from ..counting import attention_params
@@ -38,8 +45,7 @@ def plot_projection_strips(heads=(1, 4)):
                 ax.set_title(name)
         strips = "one block" if h == 1 else f"{h} strips, one per head"
         row[0].set_ylabel(f"h = {h}\n({strips})")
-    fig.suptitle("Four d_model x d_model projections: heads cut them into strips, they add nothing",
-                 fontsize=11)
+    fig.suptitle("Four d_model x d_model projections: heads cut them into strips, they add nothing", fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -47,15 +53,20 @@ def plot_projection_strips(heads=(1, 4)):
 def plot_flops_vs_seq_len(d_model: int, num_heads: int, seq_lens, *, mark=None, ax=None):
     """Log-log plot of projection and attention FLOPs against T, with the crossover T* marked."""
     use_style()
-    fig, ax = (plt.subplots() if ax is None else (ax.figure, ax))
+    fig, ax = plt.subplots() if ax is None else (ax.figure, ax)
     splits = [flops_split(t, d_model, num_heads) for t in seq_lens]
     ax.loglog(seq_lens, [s["projections"] for s in splits], label="projections  8·n·d_model²")
     ax.loglog(seq_lens, [s["attention"] for s in splits], label="attention  4·n²·d_model")
     ax.loglog(seq_lens, [s["total"] for s in splits], color="0.4", ls=":", label="total")
     t_star = crossover_seq_len(d_model, num_heads)
     ax.axvline(t_star, color="0.5", lw=0.8, ls="--")
-    ax.annotate(f"n* = 2·d_model = {t_star:g}", (t_star, ax.get_ylim()[0]), xytext=(4, 8),
-                textcoords="offset points", fontsize=8)
+    ax.annotate(
+        f"n* = 2·d_model = {t_star:g}",
+        (t_star, ax.get_ylim()[0]),
+        xytext=(4, 8),
+        textcoords="offset points",
+        fontsize=8,
+    )
     if mark is not None:
         s = flops_split(mark, d_model, num_heads)
         ax.plot([mark, mark], [s["projections"], s["attention"]], "o", color="black", ms=4)
@@ -69,7 +80,7 @@ def plot_flops_vs_seq_len(d_model: int, num_heads: int, seq_lens, *, mark=None, 
 def plot_params_vs_heads(d_model: int, heads, *, fixed_head_dim: int = 64, mark=None, ax=None):
     """Parameters of one layer against H: flat when Dh = D / H, linear when Dh is fixed."""
     use_style()
-    fig, ax = (plt.subplots() if ax is None else (ax.figure, ax))
+    fig, ax = plt.subplots() if ax is None else (ax.figure, ax)
     split = [attention_params(d_model, h) / 1e6 for h in heads]
     fixed = [params_fixed_head_dim(d_model, h, fixed_head_dim) / 1e6 for h in heads]
     ax.plot(heads, split, "o-", label="d_k = d_model / h")
@@ -113,9 +124,12 @@ def render_cost(d_model: int, num_heads: int, seq_len: int):
     plot_params_vs_heads(d_model, [1, 2, 4, 8, 16], mark=num_heads, ax=ax_p)
     plot_flops_vs_seq_len(d_model, num_heads, [2**k for k in range(6, 16)], mark=seq_len, ax=ax_f)
     c = calculator(d_model, num_heads, num_heads, 1, seq_len, bias=True)
-    fig.suptitle(f"h = {num_heads}, d_k = {c['head_dim']}: {c['params_per_layer']:,} parameters; "
-                 f"n = {seq_len}: projections {c['projection_flops'] / 1e9:.2f} GFLOP, "
-                 f"attention {c['attention_flops'] / 1e9:.2f} GFLOP", fontsize=10)
+    fig.suptitle(
+        f"h = {num_heads}, d_k = {c['head_dim']}: {c['params_per_layer']:,} parameters; "
+        f"n = {seq_len}: projections {c['projection_flops'] / 1e9:.2f} GFLOP, "
+        f"attention {c['attention_flops'] / 1e9:.2f} GFLOP",
+        fontsize=10,
+    )
     fig.tight_layout()
     return fig
 
@@ -134,10 +148,18 @@ def render_kv(num_kv_heads: int, num_layers: int, batch_size: int, precision: st
     ax.set_xlabel("context length (tokens)")
     ax.set_ylabel("KV cache (GiB)")
     kind = "MQA" if num_kv_heads == 1 else "MHA" if num_kv_heads == m["num_heads"] else "GQA"
-    ax.set_title(f"{kind}: g = {num_kv_heads} of h = {m['num_heads']} heads, {num_layers} layers, "
-                 f"batch {batch_size}, {precision}")
-    ax.text(0.02, 0.95, f"{format_bytes(v['per_token'])} per token\n"
-            f"fits {v['max_context']:,} tokens in 24 GiB", transform=ax.transAxes, va="top", fontsize=9)
+    ax.set_title(
+        f"{kind}: g = {num_kv_heads} of h = {m['num_heads']} heads, {num_layers} layers, "
+        f"batch {batch_size}, {precision}"
+    )
+    ax.text(
+        0.02,
+        0.95,
+        f"{format_bytes(v['per_token'])} per token\nfits {v['max_context']:,} tokens in 24 GiB",
+        transform=ax.transAxes,
+        va="top",
+        fontsize=9,
+    )
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     return fig

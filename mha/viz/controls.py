@@ -4,12 +4,14 @@ words the caption and the default alt text use for them (no figures, no widgets)
 A control is a name and a list of allowed values: numbers (a slider) or strings (a dropdown).
 :func:`mha.viz.widgets.explorer` precomputes one frame per combination, in :func:`grid` order.
 """
+
 from __future__ import annotations
 
 import itertools
 import math
 import numbers
 from collections.abc import Mapping, Sequence
+
 
 def is_number(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
@@ -32,19 +34,24 @@ def check_controls(controls, *, title: str = "explorer") -> dict[str, list]:
     because the values are passed to ``render(**values)``.
     """
     if not isinstance(controls, Mapping):
-        raise TypeError(f"explorer {title!r}: controls must be a dict name -> list of values, "
-                        f"found {type(controls).__name__}")
+        raise TypeError(
+            f"explorer {title!r}: controls must be a dict name -> list of values, found {type(controls).__name__}"
+        )
     if not controls:
-        raise ValueError(f"explorer {title!r}: controls is empty; give at least one control, "
-                         "e.g. {'num_heads': [1, 2, 4]}")
+        raise ValueError(
+            f"explorer {title!r}: controls is empty; give at least one control, e.g. {{'num_heads': [1, 2, 4]}}"
+        )
     checked = {}
     for name, values in controls.items():
         if not isinstance(name, str) or not name.isidentifier():
-            raise ValueError(f"explorer {title!r}: control name {name!r} must be a Python identifier "
-                             "(it is passed to render as a keyword argument)")
+            raise ValueError(
+                f"explorer {title!r}: control name {name!r} must be a Python identifier "
+                "(it is passed to render as a keyword argument)"
+            )
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-            raise TypeError(f"explorer {title!r}: control {name!r} must be a list of values, "
-                            f"found {type(values).__name__}")
+            raise TypeError(
+                f"explorer {title!r}: control {name!r} must be a list of values, found {type(values).__name__}"
+            )
         values = list(values)
         if not values:
             raise ValueError(f"explorer {title!r}: control {name!r} has no values")
@@ -54,8 +61,10 @@ def check_controls(controls, *, title: str = "explorer") -> dict[str, list]:
                 raise ValueError(f"explorer {title!r}: control {name!r} has non-finite values {bad}")
         elif not all(isinstance(v, str) for v in values):
             kinds = sorted({type(v).__name__ for v in values})
-            raise TypeError(f"explorer {title!r}: control {name!r} must hold only numbers (a slider) "
-                            f"or only strings (a dropdown), found {', '.join(kinds)}")
+            raise TypeError(
+                f"explorer {title!r}: control {name!r} must hold only numbers (a slider) "
+                f"or only strings (a dropdown), found {', '.join(kinds)}"
+            )
         labels = [format_value(v) for v in values]
         repeated = sorted({label for label in labels if labels.count(label) > 1})
         if repeated:
@@ -84,8 +93,9 @@ def grid_description(controls) -> str:
     """The sentence the caption uses to state the grid, e.g. ``Precomputed for 12 values ...``."""
     controls = check_controls(controls)
     count = math.prod(len(v) for v in controls.values())
-    parts = [f"{name} \N{ELEMENT OF} {{{', '.join(format_value(v) for v in values)}}}"
-             for name, values in controls.items()]
+    parts = [
+        f"{name} \N{ELEMENT OF} {{{', '.join(format_value(v) for v in values)}}}" for name, values in controls.items()
+    ]
     noun = "value" if count == 1 else "values"
     if len(controls) > 1:
         sizes = " \N{MULTIPLICATION SIGN} ".join(str(len(v)) for v in controls.values())

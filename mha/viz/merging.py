@@ -2,6 +2,7 @@
 
 The numbers come from :mod:`mha.chapters.merging` and :mod:`mha.chapters.role_heads`.
 """
+
 from __future__ import annotations
 
 import matplotlib

@@ -2,6 +2,7 @@
 
 The numbers come from :mod:`mha.chapters.perf` (which reads ``benchmarks/results/<device>.json``).
 """
+
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -27,25 +28,32 @@ def plot_time_vs_seq_len(report, *, key: str = "forward_backward", impls=IMPLS, 
     """Median time against T, one line per implementation (log-log), from a stored report."""
     what = "forward + backward" if key == "forward_backward" else "forward"
     title = f"{what}, {report['environment']['device']} {report['environment']['dtype']}"
-    return _plot_vs_seq_len(report, "timings", lambda impl, t: median_ms(report, impl, t, key),
-                            "median time (ms)", title, impls, ax)
+    return _plot_vs_seq_len(
+        report, "timings", lambda impl, t: median_ms(report, impl, t, key), "median time (ms)", title, impls, ax
+    )
 
 
 def plot_memory_vs_seq_len(report, *, impls=IMPLS, ax=None):
     """Activations saved for the backward pass (MiB) against T, from a stored report."""
     title = f"memory, batch {report['batch_size']}, {report['num_heads']} heads"
-    return _plot_vs_seq_len(report, "memory", lambda impl, t: memory_bytes(report, impl, t) / 2**20,
-                            "saved for backward (MiB)", title, impls, ax)
+    return _plot_vs_seq_len(
+        report,
+        "memory",
+        lambda impl, t: memory_bytes(report, impl, t) / 2**20,
+        "saved for backward (MiB)",
+        title,
+        impls,
+        ax,
+    )
 
 
 def _plot_vs_seq_len(report, table, value, ylabel, title, impls, ax):
     """One line per implementation of ``value(impl, T)`` against T, both axes logarithmic."""
     use_style()
-    fig, ax = (plt.subplots() if ax is None else (ax.figure, ax))
+    fig, ax = plt.subplots() if ax is None else (ax.figure, ax)
     lengths = seq_lens(report, table)
     for impl in impls:
-        ax.plot(lengths, [value(impl, t) for t in lengths], "o-", color=_color(impl),
-                label=SHORT_NAMES.get(impl, impl))
+        ax.plot(lengths, [value(impl, t) for t in lengths], "o-", color=_color(impl), label=SHORT_NAMES.get(impl, impl))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xticks(lengths, [str(t) for t in lengths])

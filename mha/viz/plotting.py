@@ -3,10 +3,10 @@
 Only ``mha.viz`` imports matplotlib. Every function takes ``ax=None`` and returns the figure, so a
 notebook can embed it or draw it into a larger layout.
 """
+
 from __future__ import annotations
 
 import matplotlib
-
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
@@ -47,8 +47,9 @@ def _to_numpy(weights) -> np.ndarray:
     return np.asarray(weights, dtype=float)
 
 
-def plot_attention(weights, query_tokens, key_tokens=None, *, ax=None, title="Attention weights",
-                   annotate=True, color=None, vmax=1.0):
+def plot_attention(
+    weights, query_tokens, key_tokens=None, *, ax=None, title="Attention weights", annotate=True, color=None, vmax=1.0
+):
     """Heatmap of one head's weights, rows = queries, columns = keys, with token labels.
 
     Shapes:
@@ -79,8 +80,15 @@ def plot_attention(weights, query_tokens, key_tokens=None, *, ax=None, title="At
     ax.set_title(title)
     if annotate and w.size <= 100:
         for (i, j), value in np.ndenumerate(w):
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
-                    color="white" if value > 0.6 * vmax and color is None else "black")
+            ax.text(
+                j,
+                i,
+                f"{value:.2f}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if value > 0.6 * vmax and color is None else "black",
+            )
     return fig
 
 
@@ -101,8 +109,9 @@ def plot_heads(weights, query_tokens, key_tokens=None, *, title=None, annotate=T
         fig, axes = plt.subplots(1, num_heads, figsize=(width, 0.45 * w.shape[1] + 1.8), squeeze=False)
         axes = axes[0]
     for h, ax in enumerate(axes):
-        plot_attention(w[h], query_tokens, key_tokens, ax=ax, title=f"head {h + 1}",
-                       annotate=annotate, color=head_color(h))
+        plot_attention(
+            w[h], query_tokens, key_tokens, ax=ax, title=f"head {h + 1}", annotate=annotate, color=head_color(h)
+        )
         if h:
             ax.set_ylabel("")
     fig = axes[0].figure

@@ -3,6 +3,7 @@ head similarity and the ablation study.
 
 The numbers come from :mod:`mha.chapters.pretrained_analysis`; the model is :mod:`mha.bert`.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,19 +28,22 @@ def plot_all_heads(weights: np.ndarray, tokens, *, title: str):
     mosaic = np.full((num_layers * step - 1, num_heads * step - 1), np.nan)
     for layer in range(num_layers):
         for head in range(num_heads):
-            mosaic[layer * step:layer * step + seq_len, head * step:head * step + seq_len] = weights[layer, head]
+            mosaic[layer * step : layer * step + seq_len, head * step : head * step + seq_len] = weights[layer, head]
     fig, ax = plt.subplots(figsize=(1.0 * num_heads + 1.0, 1.0 * num_layers + 1.2))
     ax.imshow(mosaic, vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest")
     centres = np.arange(num_heads) * step + (seq_len - 1) / 2
     ax.set_xticks(centres, [str(h + 1) for h in range(num_heads)])
-    ax.set_yticks(np.arange(num_layers) * step + (seq_len - 1) / 2, [str(l + 1) for l in range(num_layers)])
+    ax.set_yticks(np.arange(num_layers) * step + (seq_len - 1) / 2, [str(layer + 1) for layer in range(num_layers)])
     ax.tick_params(length=0)
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
-    ax.set_title(f"{title}\n(each square: {seq_len} query rows x {seq_len} key columns, "
-                 f"{tokens[0]} top/left, {tokens[-1]} bottom/right)", fontsize=10)
+    ax.set_title(
+        f"{title}\n(each square: {seq_len} query rows x {seq_len} key columns, "
+        f"{tokens[0]} top/left, {tokens[-1]} bottom/right)",
+        fontsize=10,
+    )
     fig.subplots_adjust(left=0.06, right=0.99, bottom=0.08, top=0.88)
     return fig
 
@@ -57,15 +61,13 @@ def plot_layer_heads(weights: np.ndarray, tokens, layer: int, *, title: str):
     mosaic = np.full((rows * step, cols * step - 2), np.nan)
     for head in range(num_heads):
         r, c = divmod(head, cols)
-        mosaic[r * step + 2:r * step + 2 + seq_len, c * step:c * step + seq_len] = weights[layer, head]
+        mosaic[r * step + 2 : r * step + 2 + seq_len, c * step : c * step + seq_len] = weights[layer, head]
     fig, ax = plt.subplots(figsize=(10.0, 2.6 * rows + 1.4))
     ax.imshow(mosaic, vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest", aspect="auto")
     for head in range(num_heads):
         r, c = divmod(head, cols)
-        ax.text(c * step + (seq_len - 1) / 2, r * step + 1.0, f"head {head + 1}", ha="center", va="center",
-                fontsize=9)
-    ax.set_xticks([c * step + j for c in range(cols) for j in range(seq_len)], tokens * cols,
-                  rotation=90, fontsize=6)
+        ax.text(c * step + (seq_len - 1) / 2, r * step + 1.0, f"head {head + 1}", ha="center", va="center", fontsize=9)
+    ax.set_xticks([c * step + j for c in range(cols) for j in range(seq_len)], tokens * cols, rotation=90, fontsize=6)
     ax.set_yticks([r * step + 2 + i for r in range(rows) for i in range(seq_len)], tokens * rows, fontsize=6)
     ax.tick_params(length=0)
     for side in ("left", "bottom"):
@@ -82,10 +84,12 @@ def layer_explorer(resolution: dict):
 
     ``resolution`` is :func:`it_resolution`'s result; ``layer`` is 1-based, as the book counts.
     """
+
     def render(layer: int, sentence: str):
         tokens = resolution["tokens"][sentence]
-        return plot_layer_heads(resolution["maps"][sentence], tokens, layer - 1,
-                                title=f"Layer {layer}, \"...because it was too {sentence}\"")
+        return plot_layer_heads(
+            resolution["maps"][sentence], tokens, layer - 1, title=f'Layer {layer}, "...because it was too {sentence}"'
+        )
 
     return render
 
@@ -108,18 +112,29 @@ def plot_it_margins(resolution: dict):
     ax.set_ylim(ylim)
     best = np.unravel_index(np.minimum(x, y).argmax(), x.shape)  # the best "resolver"
     for layer, head in {*map(tuple, np.argwhere(np.abs(x) + np.abs(y) > 0.3)), best}:
-        ax.annotate(f"L{layer + 1}H{head + 1}", (x[layer, head], y[layer, head]), fontsize=8,
-                    xytext=(4, 4), textcoords="offset points")
+        ax.annotate(
+            f"L{layer + 1}H{head + 1}",
+            (x[layer, head], y[layer, head]),
+            fontsize=8,
+            xytext=(4, 4),
+            textcoords="offset points",
+        )
     ax.set_xlabel('"tired": weight(it -> animal) - weight(it -> street)')
     ax.set_ylabel('"wide": weight(it -> street) - weight(it -> animal)')
-    ax.set_title("Which heads send \"it\" to the right noun?")
+    ax.set_title('Which heads send "it" to the right noun?')
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     return fig
 
 
-CENSUS_COLORS = {"previous": "#0072B2", "next": "#56B4E9", "self": "#009E73", "special": "#E69F00",
-                 "broad": "#CC79A7", "other": "#DDDDDD"}
+CENSUS_COLORS = {
+    "previous": "#0072B2",
+    "next": "#56B4E9",
+    "self": "#009E73",
+    "special": "#E69F00",
+    "broad": "#CC79A7",
+    "other": "#DDDDDD",
+}
 
 
 def plot_census(labels: np.ndarray, *, marks: np.ndarray | None = None):
@@ -129,17 +144,18 @@ def plot_census(labels: np.ndarray, *, marks: np.ndarray | None = None):
     names = list(CENSUS_COLORS)
     codes = np.vectorize(names.index)(labels)  # (L, H) ints
     fig, ax = plt.subplots(figsize=(8.0, 3.6))
-    ax.imshow(codes, cmap=matplotlib.colors.ListedColormap(list(CENSUS_COLORS.values())),
-              vmin=-0.5, vmax=len(names) - 0.5)
+    ax.imshow(
+        codes, cmap=matplotlib.colors.ListedColormap(list(CENSUS_COLORS.values())), vmin=-0.5, vmax=len(names) - 0.5
+    )
     for (layer, head), label in np.ndenumerate(labels):
         star = "*" if marks is not None and marks[layer, head] else ""
         short = {"previous": "prev", "special": "spec"}.get(label, label)
         ax.text(head, layer, short + star, ha="center", va="center", fontsize=7)
     ax.set_xticks(range(labels.shape[1]), [str(h + 1) for h in range(labels.shape[1])])
-    ax.set_yticks(range(labels.shape[0]), [str(l + 1) for l in range(labels.shape[0])])
+    ax.set_yticks(range(labels.shape[0]), [str(layer + 1) for layer in range(labels.shape[0])])
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
-    ax.set_title("What each head mostly does (* = points \"it\" at the right noun in both twins)")
+    ax.set_title('What each head mostly does (* = points "it" at the right noun in both twins)')
     fig.tight_layout()
     return fig
 
@@ -154,8 +170,8 @@ def plot_similarity(similarities: dict, num_heads: int):
             ax.axhline(edge - 0.5, color="white", lw=0.6)
             ax.axvline(edge - 0.5, color="white", lw=0.6)
         centres = np.arange(num_heads / 2 - 0.5, similarity.shape[0], num_heads)
-        ax.set_xticks(centres, [f"L{l + 1}" for l in range(len(centres))])
-        ax.set_yticks(centres, [f"L{l + 1}" for l in range(len(centres))])
+        ax.set_xticks(centres, [f"L{layer + 1}" for layer in range(len(centres))])
+        ax.set_yticks(centres, [f"L{layer + 1}" for layer in range(len(centres))])
         ax.set_xlabel("head (grouped by layer)")
         ax.set_ylabel("head (grouped by layer)")
         ax.set_title(title)
@@ -171,7 +187,7 @@ def plot_single_head_ablation(study: dict):
     fig, ax = plt.subplots(figsize=(8.0, 3.6))
     image = ax.imshow(change, cmap="RdBu", vmin=-limit, vmax=limit)
     ax.set_xticks(range(change.shape[1]), [str(h + 1) for h in range(change.shape[1])])
-    ax.set_yticks(range(change.shape[0]), [str(l + 1) for l in range(change.shape[0])])
+    ax.set_yticks(range(change.shape[0]), [str(layer + 1) for layer in range(change.shape[0])])
     ax.set_xlabel("head removed")
     ax.set_ylabel("layer")
     ax.set_title("Paraphrase margin after removing one head, minus the full model's")

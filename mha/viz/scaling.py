@@ -2,6 +2,7 @@
 
 The numbers come from :mod:`mha.chapters.scaling`.
 """
+
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -67,8 +68,10 @@ def render_scaling(d_k: int = 64, scale: str = "1/√d_k"):
     ax2.set_xlabel("key")
     ax2.set_ylabel("softmax weight")
     ax2.set_title(f"one query: largest weight {weights.max():.2f}")
-    fig.suptitle(f"d_k = {d_k}, scale {scale}\n{100 * stats['saturated']:.0f}% of queries saturated "
-                 f"(largest weight > 0.99); median ‖∂softmax/∂scores‖ = {stats['jacobian_norm']:.1e}")
+    fig.suptitle(
+        f"d_k = {d_k}, scale {scale}\n{100 * stats['saturated']:.0f}% of queries saturated "
+        f"(largest weight > 0.99); median ‖∂softmax/∂scores‖ = {stats['jacobian_norm']:.1e}"
+    )
     fig.tight_layout()
     return fig
 
@@ -89,11 +92,13 @@ def render_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4):
     for i, cols in enumerate(blocks):
         for c in cols:
             for t in range(seq_len):  # left: the full projection, one column per feature
-                ax.add_patch(Rectangle((c, seq_len - 1 - t), 1, 1, facecolor=head_color(i),
-                                       alpha=0.75, edgecolor="white"))
+                ax.add_patch(
+                    Rectangle((c, seq_len - 1 - t), 1, 1, facecolor=head_color(i), alpha=0.75, edgecolor="white")
+                )
                 x = right_x + c + i * gap  # right: the same columns, regrouped by head
-                ax.add_patch(Rectangle((x, seq_len - 1 - t), 1, 1, facecolor=head_color(i),
-                                       alpha=0.75, edgecolor="white"))
+                ax.add_patch(
+                    Rectangle((x, seq_len - 1 - t), 1, 1, facecolor=head_color(i), alpha=0.75, edgecolor="white")
+                )
         left = right_x + cols.start + i * gap
         label = f"head {i + 1}" if num_heads <= 6 else str(i + 1)
         ax.text(left + head_dim / 2, seq_len + 0.3, label, ha="center", va="bottom", fontsize=8)
@@ -101,10 +106,15 @@ def render_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4):
         ax.text(-0.3, seq_len - 0.5 - t, f"token {t + 1}", ha="right", va="center", fontsize=8)
     ax.text(d_model / 2, -0.4, f"(T, d_model) = ({seq_len}, {d_model})", ha="center", va="top")
     right_end = right_x + d_model + gap * (num_heads - 1)
-    ax.text((right_x + right_end) / 2, -0.4,
-            f"(h, T, d_k) = ({num_heads}, {seq_len}, {head_dim})", ha="center", va="top")
-    ax.annotate("", xy=(right_x - 0.6, seq_len / 2), xytext=(d_model + 0.6, seq_len / 2),
-                arrowprops={"arrowstyle": "->", "lw": 1.5})
+    ax.text(
+        (right_x + right_end) / 2, -0.4, f"(h, T, d_k) = ({num_heads}, {seq_len}, {head_dim})", ha="center", va="top"
+    )
+    ax.annotate(
+        "",
+        xy=(right_x - 0.6, seq_len / 2),
+        xytext=(d_model + 0.6, seq_len / 2),
+        arrowprops={"arrowstyle": "->", "lw": 1.5},
+    )
     ax.text(d_model + 2.0, seq_len / 2 + 0.3, "split_heads", ha="center", va="bottom", fontsize=8)
     ax.set_xlim(-3.0, width)
     ax.set_ylim(-1.3, seq_len + 1.0)
@@ -123,5 +133,6 @@ def render_head_map(maps, labels, *, head: int = 1, example: int = 1):
         matplotlib.figure.Figure
     """
     w = maps[example - 1, head - 1]  # (T, T)
-    return plot_attention(w, labels[example - 1], title=f"input {example}, head {head}",
-                          color=head_color(head - 1), annotate=False)
+    return plot_attention(
+        w, labels[example - 1], title=f"input {example}, head {head}", color=head_color(head - 1), annotate=False
+    )

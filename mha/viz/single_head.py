@@ -2,6 +2,7 @@
 
 The numbers come from :mod:`mha.chapters.single_head`.
 """
+
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -16,8 +17,14 @@ def render_split(split: float = 0.5):
     """Figure: the verb's attention row, and its output in both sentences (bars per feature)."""
     result = two_sentences(split)
     fig, (ax_w, ax_out) = plt.subplots(1, 2, figsize=(8.0, 2.8), gridspec_kw={"width_ratios": [1.2, 1]})
-    plot_attention(result["weights"][QUERY:QUERY + 1], ["chases"], list(SENTENCE), ax=ax_w,
-                   title=f"the verb's weights (split = {split:.1f})", color=HEAD_COLORS[0])
+    plot_attention(
+        result["weights"][QUERY : QUERY + 1],
+        ["chases"],
+        list(SENTENCE),
+        ax=ax_w,
+        title=f"the verb's weights (split = {split:.1f})",
+        color=HEAD_COLORS[0],
+    )
     x = np.arange(len(FEATURES))
     ax_out.bar(x - 0.18, result["output"].numpy(), 0.36, label="cat chases mouse", color=HEAD_COLORS[0])
     ax_out.bar(x + 0.18, result["output_swapped"].numpy(), 0.36, label="mouse chases cat", color=HEAD_COLORS[1])
@@ -50,8 +57,12 @@ def render_relations():
             x = query + (key - query) * t
             y = 0.1 + height * np.sin(np.pi * t)
             ax.plot(x[:-3], y[:-3], color=colors[kind], lw=2.0)
-            ax.annotate("", xy=(x[-1], y[-1]), xytext=(x[-4], y[-4]),
-                        arrowprops={"arrowstyle": "-|>", "color": colors[kind], "lw": 2.0})
+            ax.annotate(
+                "",
+                xy=(x[-1], y[-1]),
+                xytext=(x[-4], y[-4]),
+                arrowprops={"arrowstyle": "-|>", "color": colors[kind], "lw": 2.0},
+            )
             top = max(top, 0.1 + height)
         ax.set_xlim(-0.7, len(words) - 0.3)
         ax.set_ylim(-0.35, top + 0.1)

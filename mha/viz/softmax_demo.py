@@ -2,6 +2,7 @@
 
 The numbers come from :mod:`mha.chapters.softmax_demo`.
 """
+
 from __future__ import annotations
 
 import matplotlib.pyplot as plt

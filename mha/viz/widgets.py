@@ -25,6 +25,7 @@ unit tests of the render function's data, not by comparing images.
 Only this module of the package imports ipywidgets; ipywidgets, matplotlib and Pillow are
 imported inside functions, so ``import mha.viz.widgets`` stays light.
 """
+
 from __future__ import annotations
 
 import base64
@@ -37,12 +38,31 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 
 from .controls import (
-    check_controls, default_alt, format_value, frame_count, grid, grid_description, is_number,
+    check_controls,
+    default_alt,
+    format_value,
+    frame_count,
+    grid,
+    grid_description,
+    is_number,
 )
 
 __all__ = [  # the controls' helpers stay importable from here, where explorers are made
-    "Explorer", "FRAME_COLORS", "FRAME_DPI", "FRAME_FORMAT", "MAX_BYTES", "MAX_FRAMES", "MIN_FRAME_DPI",
-    "check_controls", "default_alt", "explorer", "figure_png", "format_value", "frame_count", "frame_format", "grid",
+    "Explorer",
+    "FRAME_COLORS",
+    "FRAME_DPI",
+    "FRAME_FORMAT",
+    "MAX_BYTES",
+    "MAX_FRAMES",
+    "MIN_FRAME_DPI",
+    "check_controls",
+    "default_alt",
+    "explorer",
+    "figure_png",
+    "format_value",
+    "frame_count",
+    "frame_format",
+    "grid",
     "grid_description",
 ]
 
@@ -67,12 +87,15 @@ _id_counts: dict[str, int] = {}
 # Figures to compact image frames
 # --------------------------------------------------------------------------------------------
 
+
 def _check_figure(fig, title: str, values: Mapping):
     from matplotlib.figure import Figure
 
     if not isinstance(fig, Figure):
-        raise TypeError(f"explorer {title!r}: render({_call_args(values)}) must return a matplotlib "
-                        f"Figure, found {type(fig).__name__}")
+        raise TypeError(
+            f"explorer {title!r}: render({_call_args(values)}) must return a matplotlib "
+            f"Figure, found {type(fig).__name__}"
+        )
     return fig
 
 
@@ -97,8 +120,15 @@ def _figure_image(fig, dpi: float | None = None):
     from PIL import Image
 
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi if dpi is not None else fig.dpi, metadata={"Software": None},
-                facecolor="white", bbox_inches="tight", pad_inches=0.05)
+    fig.savefig(
+        buffer,
+        format="png",
+        dpi=dpi if dpi is not None else fig.dpi,
+        metadata={"Software": None},
+        facecolor="white",
+        bbox_inches="tight",
+        pad_inches=0.05,
+    )
     image = Image.open(io.BytesIO(buffer.getvalue()))
     image.load()
     if image.mode != "RGB":
@@ -159,6 +189,7 @@ def _render_frames(render, combos, title, dpi, fmt):
 # The explorer
 # --------------------------------------------------------------------------------------------
 
+
 def _slug(title: str) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
     if len(slug) > 40:  # cut at a word boundary
@@ -216,15 +247,26 @@ class Explorer:
         stored frames, element_id (the HTML id), html, widget (the live UI, built on first use).
     """
 
-    def __init__(self, render, controls, *, title, caption=None, alt=None, max_frames=MAX_FRAMES,
-                 max_bytes=MAX_BYTES, live="frames"):
+    def __init__(
+        self,
+        render,
+        controls,
+        *,
+        title,
+        caption=None,
+        alt=None,
+        max_frames=MAX_FRAMES,
+        max_bytes=MAX_BYTES,
+        live="frames",
+    ):
         if not isinstance(title, str) or not title.strip():
             raise ValueError(f"explorer title must be a non-empty string, found {title!r}")
         if not callable(render):
             raise TypeError(f"explorer {title!r}: render must be callable, found {type(render).__name__}")
         if alt is not None and not callable(alt):
-            raise TypeError(f"explorer {title!r}: alt must be callable (alt(**values) -> str) or None, "
-                            f"found {type(alt).__name__}")
+            raise TypeError(
+                f"explorer {title!r}: alt must be callable (alt(**values) -> str) or None, found {type(alt).__name__}"
+            )
         if caption is not None and not isinstance(caption, str):
             raise TypeError(f"explorer {title!r}: caption must be a string or None, found {type(caption).__name__}")
         if live not in ("frames", "render"):
@@ -237,8 +279,10 @@ class Explorer:
         count = math.prod(len(v) for v in self.controls.values())
         if count > max_frames:
             sizes = " x ".join(f"{len(v)} ({name})" for name, v in self.controls.items())
-            raise ValueError(f"explorer {title!r}: {sizes} = {count} frames, more than the limit of "
-                             f"{max_frames}; give the controls fewer values")
+            raise ValueError(
+                f"explorer {title!r}: {sizes} = {count} frames, more than the limit of "
+                f"{max_frames}; give the controls fewer values"
+            )
         self.combos = grid(self.controls)
         self.alts = [self._alt_text(alt, values) for values in self.combos]
         self.max_bytes = max_bytes
@@ -252,16 +296,16 @@ class Explorer:
             return default_alt(self.title, values)
         text = alt(**values)
         if not isinstance(text, str) or not text.strip():
-            raise TypeError(f"explorer {self.title!r}: alt({_call_args(values)}) must return a non-empty "
-                            f"string, found {text!r}")
+            raise TypeError(
+                f"explorer {self.title!r}: alt({_call_args(values)}) must return a non-empty string, found {text!r}"
+            )
         return text
 
     def _precompute(self) -> None:
         """Render every frame; lower the resolution until the HTML fits in ``max_bytes``."""
         dpi = FRAME_DPI
         while True:
-            encoded, self.frame_size = _render_frames(self.render, self.combos, self.title, dpi,
-                                                      self.frame_format)
+            encoded, self.frame_size = _render_frames(self.render, self.combos, self.title, dpi, self.frame_format)
             distinct = list(dict.fromkeys(encoded))
             self.frames = distinct
             self.index = [distinct.index(frame) for frame in encoded]
@@ -273,7 +317,8 @@ class Explorer:
             if dpi <= MIN_FRAME_DPI:
                 raise ValueError(
                     f"explorer {self.title!r}: {size} bytes of HTML even at {dpi} dpi, more than the limit "
-                    f"of {self.max_bytes} bytes; use fewer control values or smaller figures")
+                    f"of {self.max_bytes} bytes; use fewer control values or smaller figures"
+                )
             # Image size grows roughly with the pixel count, i.e. with dpi squared.
             dpi = max(MIN_FRAME_DPI, min(dpi - 5, int(dpi * math.sqrt(0.9 * self.max_bytes / size))))
 
@@ -297,23 +342,34 @@ class Explorer:
         label = f'<label for="{cid}" style="min-width:8em;font-weight:600">{html.escape(name)}</label>'
         first = html.escape(format_value(values[0]))
         if is_number(values[0]):
-            field = (f'<input type="range" id="{cid}" data-mha-control="{i}" min="0" max="{len(values) - 1}" '
-                     f'step="1" value="0" aria-valuetext="{first}" style="width:14em">')
+            field = (
+                f'<input type="range" id="{cid}" data-mha-control="{i}" min="0" max="{len(values) - 1}" '
+                f'step="1" value="0" aria-valuetext="{first}" style="width:14em">'
+            )
         else:
-            options = "".join(f'<option value="{k}"{" selected" if k == 0 else ""}>'
-                              f"{html.escape(format_value(v))}</option>" for k, v in enumerate(values))
+            options = "".join(
+                f'<option value="{k}"{" selected" if k == 0 else ""}>{html.escape(format_value(v))}</option>'
+                for k, v in enumerate(values)
+            )
             field = f'<select id="{cid}" data-mha-control="{i}">{options}</select>'
         output = f'<output id="{cid}-value" for="{cid}" aria-live="polite">{first}</output>'
-        return (f'<div class="mha-explorer-control" style="display:flex;gap:0.75em;align-items:center;'
-                f'margin:0.2em 0">{label}{field}{output}</div>')
+        return (
+            f'<div class="mha-explorer-control" style="display:flex;gap:0.75em;align-items:center;'
+            f'margin:0.2em 0">{label}{field}{output}</div>'
+        )
 
     def _build_html(self) -> str:
         eid = self.element_id
         labels = [[format_value(v) for v in values] for values in self.controls.values()]
-        data = {"labels": labels, "index": self.index, "alts": self.alts,
-                "frames": [self._data_uri(frame) for frame in self.frames]}
-        controls = "".join(self._control_html(i, name, values)
-                           for i, (name, values) in enumerate(self.controls.items()))
+        data = {
+            "labels": labels,
+            "index": self.index,
+            "alts": self.alts,
+            "frames": [self._data_uri(frame) for frame in self.frames],
+        }
+        controls = "".join(
+            self._control_html(i, name, values) for i, (name, values) in enumerate(self.controls.items())
+        )
         caption = (html.escape(self.caption) + " ") if self.caption else ""
         script = _SCRIPT % {"id": json.dumps(eid), "data_id": json.dumps(eid + "-data")}
         return (
@@ -322,7 +378,8 @@ class Explorer:
             f'<div id="{eid}-title" style="font-weight:700;margin-bottom:0.3em">{html.escape(self.title)}</div>\n'
             f'<div class="mha-explorer-controls">{controls}</div>\n'
             f'<img class="mha-explorer-frame" src="{self.frame_data_uri(0)}" alt="{html.escape(self.alts[0])}" '
-            f'width="{self.frame_size[0]}" height="{self.frame_size[1]}" style="max-width:100%;height:auto;display:block;margin-top:0.4em">\n'
+            f'width="{self.frame_size[0]}" height="{self.frame_size[1]}" '
+            f'style="max-width:100%;height:auto;display:block;margin-top:0.4em">\n'
             f'<figcaption style="font-size:0.9em">{caption}{html.escape(self.grid_description())}</figcaption>\n'
             f'<script type="application/json" id="{eid}-data">{_json_for_script(data)}</script>\n'
             f"<script>\n{script}\n</script>\n"
@@ -353,12 +410,17 @@ class Explorer:
         for name, values in self.controls.items():
             options = [(format_value(v), v) for v in values]
             if is_number(values[0]):
-                control = widgets.SelectionSlider(options=options, value=values[0], description=name,
-                                                  continuous_update=False,
-                                                  style={"description_width": "initial"})
+                control = widgets.SelectionSlider(
+                    options=options,
+                    value=values[0],
+                    description=name,
+                    continuous_update=False,
+                    style={"description_width": "initial"},
+                )
             else:
-                control = widgets.Dropdown(options=options, value=values[0], description=name,
-                                           style={"description_width": "initial"})
+                control = widgets.Dropdown(
+                    options=options, value=values[0], description=name, style={"description_width": "initial"}
+                )
             control.observe(lambda change: self._show_live(), names="value")
             self.inputs[name] = control
         self.output = widgets.Output()
@@ -371,7 +433,7 @@ class Explorer:
 
     def live_values(self) -> dict:
         """The values currently selected in the live widget."""
-        self.widget  # builds the controls on first use
+        self.widget  # noqa: B018 (the property builds the widget)
         return {name: control.value for name, control in self.inputs.items()}
 
     def _show_live(self) -> None:
@@ -389,33 +451,37 @@ class Explorer:
         try:
             png = _capture(self.render, values, self.title, lambda fig: figure_png(fig, colors=None))
         except Exception:  # show the error where the figure would be (a callback has no cell)
-            self.output.outputs = ({"output_type": "stream", "name": "stderr",
-                                    "text": traceback.format_exc()},)
+            self.output.outputs = ({"output_type": "stream", "name": "stderr", "text": traceback.format_exc()},)
             return
         alt = self.alts[self.combos.index(values)]
-        self.output.outputs = ({
-            "output_type": "display_data",
-            "data": {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": alt},
-            "metadata": {"image/png": {"alt": alt}},
-        },)
+        self.output.outputs = (
+            {
+                "output_type": "display_data",
+                "data": {"image/png": base64.b64encode(png).decode("ascii"), "text/plain": alt},
+                "metadata": {"image/png": {"alt": alt}},
+            },
+        )
 
     def show_values(self, values: Mapping) -> None:
         """Put the precomputed frame for ``values`` into the live Output (the fast update path)."""
         i = self.combos.index(dict(values))
         alt = self.alts[i]
-        img = (f'<img src="{self.frame_data_uri(i)}" alt="{html.escape(alt)}" width="{self.frame_size[0]}" '
-               f'height="{self.frame_size[1]}" style="max-width:100%;height:auto">')
-        self.output.outputs = ({"output_type": "display_data", "data": {"text/html": img, "text/plain": alt},
-                                "metadata": {}},)
+        img = (
+            f'<img src="{self.frame_data_uri(i)}" alt="{html.escape(alt)}" width="{self.frame_size[0]}" '
+            f'height="{self.frame_size[1]}" style="max-width:100%;height:auto">'
+        )
+        self.output.outputs = (
+            {"output_type": "display_data", "data": {"text/html": img, "text/plain": alt}, "metadata": {}},
+        )
 
     # ---- display ------------------------------------------------------------------------
     def __repr__(self) -> str:
-        return (f"<Explorer {self.title!r}: {self.frame_count} frames at {self.dpi} dpi, "
-                f"{self.html_bytes} bytes of HTML>")
+        return (
+            f"<Explorer {self.title!r}: {self.frame_count} frames at {self.dpi} dpi, {self.html_bytes} bytes of HTML>"
+        )
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        bundle = {"text/plain": f"Explorer: {self.title} ({self.grid_description()})",
-                  "text/html": self.html}
+        bundle = {"text/plain": f"Explorer: {self.title} ({self.grid_description()})", "text/html": self.html}
         view = self.widget._repr_mimebundle_() or {}
         key = "application/vnd.jupyter.widget-view+json"
         if key in view:
@@ -423,8 +489,15 @@ class Explorer:
         return bundle
 
 
-def explorer(render: Callable, controls: Mapping[str, Sequence], *, title: str, caption: str | None = None,
-             alt: Callable | None = None, live: str = "frames") -> Explorer:
+def explorer(
+    render: Callable,
+    controls: Mapping[str, Sequence],
+    *,
+    title: str,
+    caption: str | None = None,
+    alt: Callable | None = None,
+    live: str = "frames",
+) -> Explorer:
     """An interactive figure that works in a live notebook and, with no kernel, in the HTML book.
 
     Args:

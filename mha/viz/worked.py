@@ -3,6 +3,7 @@
 The numbers come from :mod:`mha.chapters.worked`. Text and LaTeX are made from the same numbers
 (:func:`format_matrix` and :func:`to_latex`), so what the book typesets is what nbval checks.
 """
+
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
@@ -47,8 +48,10 @@ def format_matrix(m, name: str, row_labels=None, col_labels=None, *, row_sums: b
     row_labels = [f"{i + 1}" for i in range(n_rows)] if row_labels is None else [str(r) for r in row_labels]
     col_labels = [f"{j + 1}" for j in range(n_cols)] if col_labels is None else [str(c) for c in col_labels]
     if len(row_labels) != n_rows or len(col_labels) != n_cols:
-        raise ValueError(f"labels must match the matrix shape ({n_rows}, {n_cols}), "
-                         f"found {len(row_labels)} row and {len(col_labels)} column labels")
+        raise ValueError(
+            f"labels must match the matrix shape ({n_rows}, {n_cols}), "
+            f"found {len(row_labels)} row and {len(col_labels)} column labels"
+        )
     if row_sums:
         col_labels = col_labels + ["sum"]
     width = max(len(c) for row in rows + [col_labels] for c in row)
@@ -80,6 +83,7 @@ class Matrix:
 
     Both representations come from the same numbers (:func:`to_latex` and :func:`format_matrix`).
     """
+
     def __init__(self, m, name: str, latex_name: str, row_labels=None, col_labels=None, *, row_sums=False):
         self.text = format_matrix(m, name, row_labels, col_labels, row_sums=row_sums)
         self.latex = to_latex(m, latex_name, row_sums=row_sums)
@@ -104,35 +108,58 @@ def matrices(example: WorkedExample, step: str) -> list[Matrix]:
     if step == "x":
         return [Matrix(ex.x, "X", "X", rows, FEATURES)]
     if step == "weights_in":
-        return [Matrix(getattr(ex, f"w_{n}")[h], f"W_{n.upper()} head {h + 1}", rf"W_{h + 1}^{n.upper()}",
-                       FEATURES, dk) for h in heads for n in "qkv"]
+        return [
+            Matrix(getattr(ex, f"w_{n}")[h], f"W_{n.upper()} head {h + 1}", rf"W_{h + 1}^{n.upper()}", FEATURES, dk)
+            for h in heads
+            for n in "qkv"
+        ]
     if step == "w_o":
         cols = [f"h{h + 1}.{c}" for h in heads for c in dk]
         return [Matrix(ex.w_o, "W_O", "W^O", cols, OUTPUT_FEATURES)]
     if step == "qkv":
-        return [Matrix(getattr(ex, n)[h], f"{n.upper()} head {h + 1}", rf"{n.upper()}_{h + 1}", rows, dk)
-                for h in heads for n in "qkv"]
+        return [
+            Matrix(getattr(ex, n)[h], f"{n.upper()} head {h + 1}", rf"{n.upper()}_{h + 1}", rows, dk)
+            for h in heads
+            for n in "qkv"
+        ]
     if step in ("scores", "scaled_scores", "weights"):
         tau = ex.temperature != 1.0
-        title = {"scores": "scores = Q K^T",
-                 "scaled_scores": "scaled scores = Q K^T / sqrt(d_k)" + (" / temperature" if tau else ""),
-                 "weights": "weights = softmax(scaled scores)"}[step]
+        title = {
+            "scores": "scores = Q K^T",
+            "scaled_scores": "scaled scores = Q K^T / sqrt(d_k)" + (" / temperature" if tau else ""),
+            "weights": "weights = softmax(scaled scores)",
+        }[step]
         denominator = r"\sqrt{d_k}\,\tau" if tau else r"\sqrt{d_k}"
-        latex = {"scores": lambda h: rf"Q_{h} K_{h}^\top",
-                 "scaled_scores": lambda h: rf"\frac{{Q_{h} K_{h}^\top}}{{{denominator}}}",
-                 "weights": lambda h: rf"A_{h}"}[step]
-        return [Matrix(getattr(ex, step)[h], f"{title}, head {h + 1}", latex(h + 1), rows, ex.tokens,
-                       row_sums=step == "weights") for h in heads]
+        latex = {
+            "scores": lambda h: rf"Q_{h} K_{h}^\top",
+            "scaled_scores": lambda h: rf"\frac{{Q_{h} K_{h}^\top}}{{{denominator}}}",
+            "weights": lambda h: rf"A_{h}",
+        }[step]
+        return [
+            Matrix(
+                getattr(ex, step)[h],
+                f"{title}, head {h + 1}",
+                latex(h + 1),
+                rows,
+                ex.tokens,
+                row_sums=step == "weights",
+            )
+            for h in heads
+        ]
     if step == "head_outputs":
-        return [Matrix(ex.head_outputs[h], f"head {h + 1} output = weights @ V", rf"\mathrm{{head}}_{h + 1}",
-                       rows, dk) for h in heads]
+        return [
+            Matrix(ex.head_outputs[h], f"head {h + 1} output = weights @ V", rf"\mathrm{{head}}_{h + 1}", rows, dk)
+            for h in heads
+        ]
     if step == "concat":
         cols = [f"h{h + 1}.{c}" for h in heads for c in dk]
         return [Matrix(ex.concat, "concat = [head 1, head 2]", r"[\mathrm{head}_1, \mathrm{head}_2]", rows, cols)]
     if step == "output":
         return [Matrix(ex.output, "output = concat @ W_O", r"\mathrm{MultiHead}(X)", rows, OUTPUT_FEATURES)]
-    raise ValueError(f"step must be one of x, weights_in, w_o, qkv, scores, scaled_scores, weights, "
-                     f"head_outputs, concat, output; found {step!r}")
+    raise ValueError(
+        f"step must be one of x, weights_in, w_o, qkv, scores, scaled_scores, weights, "
+        f"head_outputs, concat, output; found {step!r}"
+    )
 
 
 def show(example: WorkedExample, step: str) -> None:
@@ -152,15 +179,19 @@ def _row_text(values) -> str:
 def explorer_summary(example: WorkedExample, token: int = 5) -> str:
     """Text panel of the explorer: one token's row at every step (plain text, monospace)."""
     ex, t = example, token - 1
-    lines = [f"token {token} ({ex.tokens[t]}), temperature {ex.temperature:g}",
-             f"x     {' '.join(format_number(v, False) for v in ex.x[t, :3])}  (det noun verb)"]
+    lines = [
+        f"token {token} ({ex.tokens[t]}), temperature {ex.temperature:g}",
+        f"x     {' '.join(format_number(v, False) for v in ex.x[t, :3])}  (det noun verb)",
+    ]
     for h in range(ex.num_heads):
-        lines += [f"head {h + 1}",
-                  f" q    {_row_text(ex.q[h, t])}",
-                  f" k    {_row_text(ex.k[h, t])}",
-                  f" s/√dτ {_row_text(ex.scaled_scores[h, t])}",
-                  f" A    {_row_text(ex.weights[h, t])}",
-                  f" out  {_row_text(ex.head_outputs[h, t])}"]
+        lines += [
+            f"head {h + 1}",
+            f" q    {_row_text(ex.q[h, t])}",
+            f" k    {_row_text(ex.k[h, t])}",
+            f" s/√dτ {_row_text(ex.scaled_scores[h, t])}",
+            f" A    {_row_text(ex.weights[h, t])}",
+            f" out  {_row_text(ex.head_outputs[h, t])}",
+        ]
     lines += ["output (first 4, last 4)", f" {_row_text(ex.output[t, :4])}", f" {_row_text(ex.output[t, 4:])}"]
     return "\n".join(lines)
 
@@ -180,8 +211,16 @@ def render_explorer(noun: float = 1.0, verb: float = 0.0, temperature: float = 1
         plot_attention(ex.weights[h], labels, ex.tokens, ax=axes[h], title=titles[h], color=head_color(h))
     axes[1].set_ylabel("")
     axes[2].axis("off")
-    axes[2].text(0.02, 1.0, explorer_summary(ex), family="monospace", fontsize=8, va="top", ha="left",
-                 transform=axes[2].transAxes)
+    axes[2].text(
+        0.02,
+        1.0,
+        explorer_summary(ex),
+        family="monospace",
+        fontsize=8,
+        va="top",
+        ha="left",
+        transform=axes[2].transAxes,
+    )
     fig.suptitle(f"dog = (det 0, noun {noun:g}, verb {verb:g}), temperature {temperature:g}")
     # Fixed margins rather than tight_layout: every frame has the same layout, and it is faster.
     fig.subplots_adjust(left=0.07, right=0.99, bottom=0.2, top=0.84, wspace=0.3)
