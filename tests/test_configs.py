@@ -283,12 +283,12 @@ def test_calculator():
 def test_explorer_grids_are_small_and_valid():
     from mha.viz.widgets import frame_count, grid
 
-    for controls in (C.COST_CONTROLS, C.KV_CONTROLS):
+    for controls in (viz.configs.COST_CONTROLS, viz.configs.KV_CONTROLS):
         assert frame_count(controls) <= 30
-    for values in grid(C.COST_CONTROLS):
+    for values in grid(viz.configs.COST_CONTROLS):
         assert values["d_model"] % values["num_heads"] == 0
-        assert "parameters" in C.cost_alt(**values)
-    for values in grid(C.KV_CONTROLS):
+        assert "parameters" in viz.configs.cost_alt(**values)
+    for values in grid(viz.configs.KV_CONTROLS):
         assert C.KV_EXPLORER_MODEL["num_heads"] % values["num_kv_heads"] == 0
         v = C.kv_explorer_values(**values)
         assert v["at_32k"] == 32768 * v["per_token"] and v["at_4k"] == 4096 * v["per_token"]
@@ -300,7 +300,7 @@ def test_explorer_grids_are_small_and_valid():
             C.BYTES_PER_ELEMENT[values["precision"]],
             values["batch_size"],
         )
-        assert f"{v['max_context']} tokens" in C.kv_alt(**values)
+        assert f"{v['max_context']} tokens" in viz.configs.kv_alt(**values)
 
 
 def test_render_functions_return_figures():

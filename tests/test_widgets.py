@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from mha.viz import widgets  # noqa: E402
+from mha.viz import frames, widgets  # noqa: E402
 from mha.viz.widgets import explorer  # noqa: E402
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -167,7 +167,7 @@ def test_frames_are_compact_pngs_at_the_stated_dpi():
 
 
 def test_png_frames_when_webp_is_not_available(monkeypatch):
-    monkeypatch.setattr(widgets, "FRAME_FORMAT", "png")
+    monkeypatch.setattr(frames, "FRAME_FORMAT", "png")
     ex = explorer(render_line, {"slope": [0, 1]}, title="Png")
     assert ex.frame_format == "png" and ex.frame_data_uri(1).startswith("data:image/png;base64,")
     assert decode(ex.frame_data_uri(1)).mode == "P"

@@ -21,6 +21,7 @@ from torch import nn
 from ..checks import check_positive_int
 from ..counting import attention_flops_breakdown, attention_params, kv_cache_bytes
 from ..modules import GroupedQueryAttention
+from .tables import format_bytes, format_table  # noqa: F401 (the chapter prints with configs.format_*)
 
 #: Bytes per stored element for the precisions the chapter compares.
 BYTES_PER_ELEMENT = {"fp32": 4, "fp16": 2, "bf16": 2, "8-bit": 1}
@@ -478,39 +479,7 @@ def calculator(
     }
 
 
-# ---------------------------------------------------------------------------------------------
-# Formatting
-# ---------------------------------------------------------------------------------------------
-
-
-def format_bytes(n: int) -> str:
-    """Binary units with two decimals: ``2.00 GiB``, ``320.00 KiB``."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{n} B"
-
-
-def format_table(rows: list[dict], columns: dict) -> str:
-    """A plain-text table: ``columns`` maps a row key to ``(header, format spec)``."""
-    header = [title for title, _ in columns.values()]
-    body = [
-        [format(row[key], spec) if not callable(spec) else spec(row[key]) for key, (_, spec) in columns.items()]
-        for row in rows
-    ]
-    widths = [max(len(line[i]) for line in [header] + body) for i in range(len(header))]
-    lines = ["  ".join(cell.rjust(w) for cell, w in zip(line, widths)) for line in [header] + body]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------------------------
-# The explorers' controls and numbers (the frames are drawn by mha.viz.configs)
-# ---------------------------------------------------------------------------------------------
-
-#: Controls of the two explorers (each product of lengths <= 30 frames).
-COST_CONTROLS = {"d_model": [512, 1024], "num_heads": [1, 4, 16], "seq_len": [1024, 4096]}
-KV_CONTROLS = {"num_kv_heads": [1, 8, 32], "num_layers": [32, 80], "batch_size": [1, 8], "precision": ["fp16", "8-bit"]}
+#: The numbers behind the KV explorer (its controls and frames are in mha.viz.configs).
 #: The model the KV explorer varies: H = 32 query heads of width 128 (d_model = 4096), 24 GiB budget.
 KV_EXPLORER_MODEL = {"num_heads": 32, "head_dim": 128, "budget_bytes": 24 * GIB}
 
@@ -527,23 +496,3 @@ def kv_explorer_values(num_kv_heads: int, num_layers: int, batch_size: int, prec
         "at_4k": kv_cache_bytes(batch_size, 4096, *args),
         "at_32k": kv_cache_bytes(batch_size, 32768, *args),
     }
-
-
-def kv_alt(num_kv_heads: int, num_layers: int, batch_size: int, precision: str) -> str:
-    """Alt text of a KV explorer frame."""
-    v = kv_explorer_values(num_kv_heads, num_layers, batch_size, precision)
-    return (
-        f"KV cache against context length for {num_kv_heads} KV heads, {num_layers} layers, batch "
-        f"{batch_size}, {precision}: {format_bytes(v['per_token'])} per token, "
-        f"{v['max_context']} tokens fit in 24 GiB."
-    )
-
-
-def cost_alt(d_model: int, num_heads: int, seq_len: int) -> str:
-    """Alt text of a cost explorer frame."""
-    c = calculator(d_model, num_heads, num_heads, 1, seq_len, bias=True)
-    return (
-        f"d_model {d_model}, {num_heads} heads: {c['params_per_layer']} parameters whatever h; "
-        f"at n = {seq_len}, projections {c['projection_flops']} FLOPs and attention "
-        f"{c['attention_flops']} FLOPs; they are equal at n = {c['crossover_seq_len']:g}."
-    )

@@ -163,3 +163,28 @@ def render_kv(num_kv_heads: int, num_layers: int, batch_size: int, precision: st
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     return fig
+
+
+#: Controls of the two explorers (each product of lengths <= 30 frames).
+COST_CONTROLS = {"d_model": [512, 1024], "num_heads": [1, 4, 16], "seq_len": [1024, 4096]}
+KV_CONTROLS = {"num_kv_heads": [1, 8, 32], "num_layers": [32, 80], "batch_size": [1, 8], "precision": ["fp16", "8-bit"]}
+
+
+def kv_alt(num_kv_heads: int, num_layers: int, batch_size: int, precision: str) -> str:
+    """Alt text of a KV explorer frame."""
+    v = kv_explorer_values(num_kv_heads, num_layers, batch_size, precision)
+    return (
+        f"KV cache against context length for {num_kv_heads} KV heads, {num_layers} layers, batch "
+        f"{batch_size}, {precision}: {format_bytes(v['per_token'])} per token, "
+        f"{v['max_context']} tokens fit in 24 GiB."
+    )
+
+
+def cost_alt(d_model: int, num_heads: int, seq_len: int) -> str:
+    """Alt text of a cost explorer frame."""
+    c = calculator(d_model, num_heads, num_heads, 1, seq_len, bias=True)
+    return (
+        f"d_model {d_model}, {num_heads} heads: {c['params_per_layer']} parameters whatever h; "
+        f"at n = {seq_len}, projections {c['projection_flops']} FLOPs and attention "
+        f"{c['attention_flops']} FLOPs; they are equal at n = {c['crossover_seq_len']:g}."
+    )

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import json
 import math
 import re
@@ -46,6 +45,7 @@ from .controls import (
     grid_description,
     is_number,
 )
+from .frames import FRAME_COLORS, FRAME_FORMAT, encode_image, figure_image, figure_png, frame_format  # noqa: F401
 
 __all__ = [  # the controls' helpers stay importable from here, where explorers are made
     "Explorer",
@@ -74,11 +74,6 @@ MAX_BYTES = 400_000
 FRAME_DPI = 80
 #: Lowest resolution tried before giving up with a ValueError.
 MIN_FRAME_DPI = 40
-#: Colours per frame after quantisation (heatmaps and line plots look the same at 128).
-FRAME_COLORS = 128
-#: Image format of the frames: lossless WebP (about 25% smaller than PNG for the same
-#: palette image, shown by every current browser) when Pillow can write it, else PNG.
-FRAME_FORMAT = "webp"
 
 _id_counts: dict[str, int] = {}
 
@@ -115,55 +110,6 @@ def _call_args(values: Mapping) -> str:
     return ", ".join(f"{name}={value!r}" for name, value in values.items())
 
 
-def _figure_image(fig, dpi: float | None = None):
-    """The figure as an RGB Pillow image on white, cropped to its tight bounding box."""
-    from PIL import Image
-
-    buffer = io.BytesIO()
-    fig.savefig(
-        buffer,
-        format="png",
-        dpi=dpi if dpi is not None else fig.dpi,
-        metadata={"Software": None},
-        facecolor="white",
-        bbox_inches="tight",
-        pad_inches=0.05,
-    )
-    image = Image.open(io.BytesIO(buffer.getvalue()))
-    image.load()
-    if image.mode != "RGB":
-        image = image.convert("RGBA")
-        image = Image.alpha_composite(Image.new("RGBA", image.size, (255, 255, 255, 255)), image)
-    return image.convert("RGB")
-
-
-def frame_format() -> str:
-    """``"webp"`` (lossless) if this Pillow can write WebP, else ``"png"``."""
-    from PIL import features
-
-    return "webp" if FRAME_FORMAT == "webp" and features.check("webp") else "png"
-
-
-def _encode(image, colors: int | None = FRAME_COLORS, fmt: str = "png") -> bytes:
-    """Image bytes with no metadata (deterministic), optionally quantised to a palette."""
-    from PIL import Image
-
-    if colors:
-        image = image.quantize(colors=colors, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-    out = io.BytesIO()
-    if fmt == "webp":
-        image.save(out, format="WEBP", lossless=True, quality=100, method=4)  # method 6: 2% smaller, 50x slower
-    else:
-        image.save(out, format="PNG", optimize=True)
-    return out.getvalue()
-
-
-def figure_png(fig, *, dpi: float | None = None, colors: int | None = FRAME_COLORS) -> bytes:
-    """PNG bytes of a figure: tight bounding box on white, no metadata, ``colors`` palette
-    entries (``None``: full colour). The figure is left open."""
-    return _encode(_figure_image(fig, dpi), colors, "png")
-
-
 def _render_frames(render, combos, title, dpi, fmt):
     """Render every combination at ``dpi``; returns image bytes per combination, all one size.
 
@@ -172,7 +118,7 @@ def _render_frames(render, combos, title, dpi, fmt):
     """
     from PIL import Image
 
-    images = [_capture(render, values, title, lambda fig: _figure_image(fig, dpi)) for values in combos]
+    images = [_capture(render, values, title, lambda fig: figure_image(fig, dpi)) for values in combos]
     width = max(image.width for image in images)
     height = max(image.height for image in images)
     frames = []
@@ -181,7 +127,7 @@ def _render_frames(render, combos, title, dpi, fmt):
             canvas = Image.new("RGB", (width, height), (255, 255, 255))
             canvas.paste(image, ((width - image.width) // 2, 0))
             image = canvas
-        frames.append(_encode(image, FRAME_COLORS, fmt))
+        frames.append(encode_image(image, FRAME_COLORS, fmt))
     return frames, (width, height)
 
 
