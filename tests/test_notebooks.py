@@ -11,7 +11,9 @@ outputs are really there and are what `make notebooks` wrote:
 * no checked output holds a device name, a memory address or a kernel temp path;
 * every notebook and page in ``book/`` is in ``_toc.yml``, chapters in number order;
 * no assert compares constants only, and no print states a verdict as a literal ("...: True"):
-  a check must involve a computed value (chapters in ``LITERAL_ASSERT_CHAPTERS``).
+  a check must involve a computed value (chapters in ``LITERAL_ASSERT_CHAPTERS``);
+* a block of asserts that prints nothing hides its input, and the prose keeps the notation page's
+  indices and binary units (chapters in ``REVIEWED_CHAPTERS``).
 
 The number of compared cells is printed by ``scripts/nbval_cells.py`` (``make test`` runs it).
 """
@@ -391,3 +393,63 @@ def test_constant_check_detector():
     ]
     for source in fine:
         assert not constant_checks(source), source
+
+
+# ----------------------------------------------------------------------------------------------
+# Readable pages: assert blocks folded away, the notation page's symbols, one kind of unit
+# ----------------------------------------------------------------------------------------------
+
+#: The chapters the two rules below check (the errata review of issue 16 covered these).
+REVIEWED_CHAPTERS = ["02_multi_head_math", "03_worked_example", "04_parameter_analysis"]
+#: A cell with this many asserts that prints nothing is an assert block: it reads as clutter, so it
+#: must be tagged ``hide-input`` (or ``hide-cell``); the book then folds it behind a toggle.
+MAX_VISIBLE_ASSERTS = 4
+#: Prose that breaks the notation page (``i`` names a head, never a token; ``m`` is the number of
+#: keys, not an index) or mixes decimal and binary units (sizes are GiB, MiB, KiB).
+NOTATION_SLIPS = {
+    "a token or row called i (i names a head)": re.compile(r"\b(row|rows|query|token|column|key) \$i\$"),
+    "m as a summation index (m is the number of keys)": re.compile(r"\\sum_\{?m\b"),
+    "a decimal GB (sizes in this book are binary: GiB)": re.compile(r"\b\d+ ?GB\b"),
+}
+
+
+def notation_slips(markdown: str) -> list[str]:
+    found = []
+    for what, pattern in NOTATION_SLIPS.items():
+        found += [
+            f"{what}: ...{markdown[max(0, m.start() - 30) : m.end() + 10]!r}..." for m in pattern.finditer(markdown)
+        ]
+    return found
+
+
+def is_visible_assert_block(cell) -> bool:
+    tags = set(cell.get("metadata", {}).get("tags", []))
+    try:
+        tree = ast.parse(python_source(cell))
+    except SyntaxError:
+        return False
+    asserts = sum(isinstance(node, ast.Assert) for node in ast.walk(tree))
+    return asserts >= MAX_VISIBLE_ASSERTS and not must_have_output(cell) and not tags & {"hide-input", "hide-cell"}
+
+
+@pytest.mark.parametrize("stem", REVIEWED_CHAPTERS)
+def test_assert_blocks_are_folded_and_prose_keeps_the_notation(stem):
+    nb = read_text(ROOT / "chapters" / f"{stem}.md")
+    blocks = [i for i, cell in enumerate(code_cells(nb), 1) if is_visible_assert_block(cell)]
+    assert not blocks, f"{stem}: code cells {blocks} are visible assert blocks: tag them `:tags: [hide-input]`"
+    slips = [slip for cell in nb.cells if cell.cell_type == "markdown" for slip in notation_slips(cell.source)]
+    assert not slips, f"{stem}: prose against the notation page:\n  " + "\n  ".join(slips)
+
+
+def test_readability_rules_on_examples():
+    cell = nbformat.v4.new_code_cell
+    block = "\n".join(f"assert x[{i}] == {i}" for i in range(4))
+    assert is_visible_assert_block(cell(block))
+    hidden = cell(block)
+    hidden.metadata["tags"] = ["hide-input"]
+    assert not is_visible_assert_block(hidden)
+    assert not is_visible_assert_block(cell(block + "\nprint(x)"))  # it shows something: not a bare block
+    assert not is_visible_assert_block(cell("assert a == 1\nassert b == 2"))
+    assert notation_slips("row $i$ is a query token") and notation_slips(r"$\sum_{m=1}^{5} e^{s_{jm}}$")
+    assert notation_slips("A 24 GB card") and notation_slips("needs 16GB")
+    assert not notation_slips("row $t$ of head $i$'s $A_i$; $\\sum_{l=1}^{5}$; 24 GiB; $m$ keys")

@@ -229,3 +229,11 @@ def test_check_layer_params():
         assert not verdict.ok and verdict.first_error == "count" and hint in repr(verdict), (answer, repr(verdict))
     for bad in ("7087872", None, float("inf"), torch.ones(3)):
         assert scaling.check_layer_params(bad).first_error == "input"
+
+
+def test_explorer_opens_on_the_tables_first_row():
+    """The explorer shows its first combination until a control moves: the chapter's text describes it."""
+    first = {"d_k": scaling.EXPLORER_D_KS[0], "scale": list(scaling.SCALES)[0]}
+    assert first == {"d_k": 4, "scale": "1 (no scaling)"}
+    assert scaling.EXPLORER_D_KS[0] in scaling.DEFAULT_D_KS  # a row of the chapter's table
+    assert round(scaling.softmax_stats(**first)["max_weight"], 2) == 0.44

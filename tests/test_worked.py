@@ -284,6 +284,19 @@ def test_matrix_display_has_text_and_latex():
     assert counts == [1, 6, 1, 6, 2, 2, 2, 2, 1, 1]
 
 
+def test_show_displays_each_matrix_once(monkeypatch, capsys):
+    """The chapter shows every matrix once: typeset in the book, its text form compared by nbval."""
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    ex = mha.worked_example()
+    viz.worked.show(ex, "qkv")
+    assert capsys.readouterr().out == ""  # nothing printed besides the displays
+    assert [m.text for m in shown] == [m.text for m in viz.worked.matrices(ex, "qkv")]
+    assert all(m._repr_latex_().startswith("$$") and repr(m) == m.text for m in shown)
+
+
 def test_errors():
     with pytest.raises(ValueError, match=r"step must be one of"):
         viz.worked.matrices(mha.worked_example(), "softmax")
