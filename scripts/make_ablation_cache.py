@@ -1,7 +1,8 @@
 """Recompute chapter 7's pruning study of all-MiniLM-L6-v2 and store it with its provenance.
 
-Usage: python scripts/make_ablation_cache.py   (one thread, float32 on the CPU: about ten minutes,
-with a progress bar; most of it is the two greedy searches, 2 x 2,628 forward passes)
+Usage: python scripts/make_ablation_cache.py   (one thread, float32 on the CPU, with a progress bar:
+17 minutes on a busy shared 2-core machine, the time it records in its provenance; most of it is
+the two greedy searches, 2 x 2,628 runs over 24 sentences)
 
 Writes ``mha/data/minilm_head_ablation.json`` (``mha.chapters.pretrained_pruning.ablation_study``
 on the course's sentence pairs). Then it measures how far the chapter's live re-run, which computes
