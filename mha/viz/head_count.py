@@ -109,8 +109,8 @@ def plot_grids():
 
 def plot_learning_curves(num_relations: int = DEFAULT_RELATIONS, *, readout: str = "mlp", heads=None, ax=None):
     """Held-out accuracy against training steps for every cached number of heads at ``k``: each
-    seed a thin line, the median over seeds a thick one, the median training accuracy dashed.
-    Returns the figure."""
+    seed a thin line, the median over seeds a thick one, the median training accuracy dashed (one
+    colour per number of heads). Returns the figure."""
     if heads is None:
         heads = [h for (r, k, h) in CURVE_SETTINGS if (r, k) == (readout, num_relations)]
     if ax is None:
@@ -122,14 +122,14 @@ def plot_learning_curves(num_relations: int = DEFAULT_RELATIONS, *, readout: str
             steps = [p["steps"] for p in run["curve"]]
             ax.plot(steps, [p["accuracy"] for p in run["curve"]], color=color, lw=0.8, alpha=0.45)
         budgets = sorted({p["steps"] for run in runs for p in run["curve"]})
-        for key, style, label in (("accuracy", "-", "held-out"), ("train_accuracy", "--", "train")):
+        for key, style in (("accuracy", "-"), ("train_accuracy", "--")):
             medians = []
             for b in budgets:
                 values = sorted(p[key] for run in runs for p in run["curve"] if p["steps"] == b)
                 n = len(values)
                 medians.append(values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2)
-            name = f"h = {h}, {label} (median of {len(runs)})" if key == "accuracy" else f"h = {h}, train (median)"
-            ax.plot(budgets, medians, style, color=color, lw=2.4 if key == "accuracy" else 1.6, label=name)
+            label = f"h = {h}" if key == "accuracy" else None
+            ax.plot(budgets, medians, style, color=color, lw=2.4 if key == "accuracy" else 1.6, label=label)
     ax.set_xscale("log")
     ticks = [250, 1500, 6000, 24_000]
     ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
@@ -139,7 +139,7 @@ def plot_learning_curves(num_relations: int = DEFAULT_RELATIONS, *, readout: str
     ax.set_xlabel("training steps (log scale; dotted: 1,500)", fontsize=11)
     ax.set_ylabel("accuracy (all k answers right)", fontsize=11)
     ax.set_title(f"k = {num_relations} relations, {READOUT_NAMES[readout]} readout", fontsize=12)
-    ax.legend(loc="lower right", fontsize=8.5)
+    ax.legend(loc="center right", bbox_to_anchor=(1.0, 0.62), fontsize=10, title="heads")
     return ax.figure
 
 

@@ -89,23 +89,21 @@ def plot_merge_curves(runs: list[dict], sweep: str = "main", *, lr=None):
         ax.axvline(1500, color="#999999", lw=1, ls=":")
         ax.set_ylim(-0.03, 1.03)
     ticks = [250, 1500, 6000, 12_000]
-    for ax in axes[-1]:
+    for ax in (*axes[-1][:2], axes[0, 2]):  # the bottom panel of each column
         ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
         ax.minorticks_off()
+        ax.tick_params(labelbottom=True)
         ax.set_xlabel("training steps (log scale)", fontsize=11)
     for ax in axes[:, 0]:
         ax.set_ylabel("accuracy (all 4 answers right)", fontsize=11)
     axes[0, 0].legend(loc="lower right", fontsize=9)
     last = axes.flat[-1]
     last.axis("off")
-    last.text(
-        0.0,
-        0.5,
+    legend = (
         "thin lines: one seed each (held-out)\nthick line: median held-out\ndashed: median on the training set\n"
-        "dotted vertical: 1,500 steps",
-        fontsize=11,
-        va="center",
+        "dotted vertical: 1,500 steps"
     )
+    last.text(0.0, 0.5, legend, transform=last.transAxes, fontsize=11, va="center")
     fig.suptitle("Four relations, d_model = 32, 4 heads: accuracy against training steps, per merge", fontsize=13)
     fig.tight_layout()
     return fig
