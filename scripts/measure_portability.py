@@ -74,7 +74,7 @@ def perturb_initial_weights(seed: int) -> None:
                 p.mul_(1 + torch.finfo(torch.float32).eps * torch.randn(p.shape, generator=gen))
         return model
 
-    task.make_model = make_model  # chapter 5's merge_experiment calls it through the module
+    task.make_model = make_model  # chapter 5's merge_experiment (merge_training) calls it through the module
     head_count.make_model = make_model  # chapter 1's experiment imported the name
 
 
@@ -83,7 +83,7 @@ def probes() -> dict:
     import torch
 
     from mha.chapters import head_count as E
-    from mha.chapters import merging, task
+    from mha.chapters import merge_training, task
 
     if os.environ.get("MHA_PERTURB_SEED"):
         perturb_initial_weights(int(os.environ["MHA_PERTURB_SEED"]))
@@ -103,7 +103,9 @@ def probes() -> dict:
     out["ch02.heads4_weight_on_offset"] = float(on.max(dim=1).values.min())
     out["ch02.heads4_offsets_distinct"] = float(sorted(int(i) + 1 for i in on.argmax(dim=1)) == [1, 2, 3, 4])
     for strategy, seed in (("concat", 0), ("average", 0), ("average", 2)):  # chapter 5
-        out[f"ch05.{strategy}_seed{seed}"] = merging.merge_experiment(strategy, seed=seed, num_relations=4)["accuracy"]
+        out[f"ch05.{strategy}_seed{seed}"] = merge_training.merge_experiment(strategy, seed=seed, num_relations=4)[
+            "accuracy"
+        ]
     return out
 
 

@@ -132,6 +132,29 @@ def test_training_is_deterministic_and_silent(capsys):
     assert captured.out == "" and captured.err == ""
 
 
+def test_a_curve_point_is_the_shorter_run():
+    """One long run gives every budget: its point at s steps is a run of s steps, bit for bit."""
+    long = E.head_count_experiment(2, num_relations=2, steps=60, seed=1, checkpoints=(20, 60))
+    short = E.head_count_experiment(2, num_relations=2, steps=20, seed=1)
+    point = long["curve"][0]
+    assert point["steps"] == 20 and point["accuracy"] == short["accuracy"] and point["loss"] == short["loss"]
+    assert point["train_accuracy"] == short["train_accuracy"]
+    assert long["curve"][1]["accuracy"] == long["accuracy"] and long["steps"] == 60
+    assert short["curve"] == []
+
+
+def test_training_argument_errors():
+    task = relation_task.make_task(2, num_train=8, num_test=8)
+    model = relation_task.make_model(1, task)
+    with pytest.raises(ValueError, match=r"checkpoints must not exceed steps \(5\), found 6"):
+        relation_task.train_and_evaluate(model, task, steps=5, checkpoints=(2, 6))
+    with pytest.raises(TypeError, match="checkpoints must be step counts"):
+        relation_task.train_and_evaluate(model, task, steps=5, checkpoints=("a",))
+    with pytest.raises(ValueError, match="lr must be a number in"):
+        relation_task.train_and_evaluate(model, task, steps=5, lr=0)
+    assert relation_task.check_checkpoints([5, 1, 5], 5) == (1, 5)
+
+
 def test_evaluate_counts_a_position_only_when_all_answers_are_right():
     task = relation_task.make_task(2, num_train=8, num_test=4)
 
@@ -198,6 +221,35 @@ def test_grid_is_complete_and_consistent():
     assert E.cached_run(1)["accuracy"] <= E.cached_run(2)["accuracy"] - 0.2
 
 
+def test_curves_are_complete_and_agree_with_the_grid():
+    grid = E.load_grid()
+    keys = {(c["readout"], c["num_relations"], c["num_heads"], c["seed"], c["steps"]) for c in grid["curves"]}
+    assert keys == set(E.curve_runs()) and len(grid["curves"]) == len(keys)
+    for c in grid["curves"]:
+        budgets = [p["steps"] for p in c["curve"]]
+        assert budgets == [s for s in E.CURVE_STEPS if s <= c["steps"]]
+        # the grid's 1,500-step runs are the curves' 1,500-step points (same seeds), to the last digit
+        if c["seed"] in E.GRID_SEEDS[c["readout"]]:
+            run = E.cached_run(c["num_heads"], seed=c["seed"], num_relations=c["num_relations"], readout=c["readout"])
+            point = next(p for p in c["curve"] if p["steps"] == 1500)
+            assert (point["accuracy"], point["train_accuracy"]) == (run["accuracy"], run["train_accuracy"])
+    assert grid["provenance"]["settings"]["curve_steps"] == list(E.CURVE_STEPS)
+
+
+def test_curve_summary_and_table():
+    summary = E.curve_summary(1, num_relations=4)
+    assert list(summary) == [s for s in E.CURVE_STEPS if s <= E.CURVE_SETTINGS[("mlp", 4, 1)]]
+    runs = E.cached_curves(1, num_relations=4)
+    values = [next(p["accuracy"] for p in r["curve"] if p["steps"] == 6000) for r in runs]
+    s = summary[6000]
+    assert s["values"] == values and s["min"] == min(values) and s["median"] == sorted(values)[2]
+    table = E.format_curves([("mlp", 4, 1), ("mlp", 4, 2)]).splitlines()
+    assert len(table) == 1 + 3 + 2  # h = 2 stops at 6,000 steps: no 24,000 row
+    assert table[3].split()[:4] == ["mlp", "4", "1", "24,000"] and table[-1].split()[:4] == ["mlp", "4", "2", "6,000"]
+    with pytest.raises(KeyError, match="no cached curves for num_heads=3"):
+        E.cached_curves(3)
+
+
 @pytest.mark.parametrize("num_heads", E.GRID_HEADS)
 def test_cached_maps_are_attention_weights(num_heads):
     weights, labels = E.cached_maps(num_heads, seed=1)
@@ -257,6 +309,21 @@ def test_even_split_loses_the_order():
     assert torch.equal(r["output"], r["output_swapped"]) and r["distance"] == 0.0
 
 
+@pytest.mark.parametrize("prefer_cat", [0.0, 0.3, 0.7, 1.0])
+def test_content_only_keys_lose_the_order(prefer_cat):
+    out_a, w_a = single_head.content_only(prefer_cat, single_head.SENTENCE)
+    out_b, w_b = single_head.content_only(prefer_cat, single_head.SWAPPED)
+    assert torch.allclose(out_a[1], out_b[1], atol=1e-12)  # the verb cannot tell the sentences apart
+    assert torch.allclose(out_a[1], torch.tensor([prefer_cat, 1 - prefer_cat], dtype=torch.float64), atol=1e-9)
+    assert torch.allclose(w_a[1, [0, 2]], w_b[1, [2, 0]], atol=1e-12)  # the weight follows the word
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_attention_without_positions_is_permutation_equivariant(seed):
+    assert single_head.permutation_gap(seed) < 1e-12
+    assert single_head.permutation_gap(seed, positions=True) > 0.1
+
+
 def test_split_errors():
     with pytest.raises(ValueError, match="split must be in \\[0, 1\\], found 1.5"):
         single_head.two_sentences(1.5)
@@ -295,3 +362,96 @@ def test_figures():
         assert all(ax.get_title() for ax in fig.axes if ax.get_visible() and ax.axison)
         plt.close(fig)
     assert E.head_maps_alt(4, seed=0).startswith("4 heads, seed 0: head 1 attends mostly to the tokens ")
+
+
+# ---------------------------------------------------------------- exercise checkers
+
+MALFORMED = ["half", float("nan"), [0.1, 0.2, 0.3], True, {"a": 1}]
+
+
+def test_check_split():
+    assert single_head.check_split(0.8, [0.8, 0.2], [0.2, 0.8], 0.6 * 2**0.5).ok
+    assert single_head.check_split(0.8, output=(0.8, 0.2)).ok  # parts may be left out
+    r = single_head.check_split(0.8, [0.2, 0.8])
+    assert not r.ok and r.first_error == "output" and "first* word" in repr(r)
+    assert "even split" in repr(single_head.check_split(0.8, [0.5, 0.5]))
+    assert "sqrt(2)" in repr(single_head.check_split(0.8, distance=0.6))
+    assert "L1" in repr(single_head.check_split(0.8, distance=1.2))
+    assert "square root" in repr(single_head.check_split(0.8, distance=0.72))
+    for bad in MALFORMED:
+        r = single_head.check_split(0.8, output=bad)
+        assert not r.ok and "output" in repr(r) and "hint" in repr(r)
+    for bad in ("x", 1.5, float("nan")):
+        r = single_head.check_split(bad, output=[0.8, 0.2])
+        assert not r.ok and r.first_error == "split"
+    assert "nothing to check" in repr(single_head.check_split(0.8))
+
+
+def test_check_content_only():
+    assert single_head.check_content_only(0.7, [0.7, 0.3], [0.7, 0.3]).ok
+    r = single_head.check_content_only(0.7, [0.7, 0.3], [0.3, 0.7])
+    assert not r.ok and r.first_error == "output_swapped" and "positions in the keys" in repr(r)
+    assert "weight p is on cat" in repr(single_head.check_content_only(0.7, [0.3, 0.7]))
+    for bad in MALFORMED:
+        assert not single_head.check_content_only(0.7, bad).ok
+    assert not single_head.check_content_only("0.7", [0.7, 0.3]).ok
+
+
+def test_readable_relations_rule():
+    assert E.readable_relations(E.EXERCISE_WEIGHTS) == [1]
+    assert E.readable_relations([[0.0, 1.0, 0.0]]) == [1]
+    assert E.readable_relations([[0.0, 0.5, 0.5]]) == []  # a tie reads neither on every input
+    assert E.readable_relations([[0, 0.9, 0.1, 0, 0], [0, 0, 0.6, 0.4, 0], [0, 0, 0, 0.3, 0.7]]) == [1, 2, 4]
+    with pytest.raises(ValueError, match="weights must be"):
+        E.readable_relations([[0.7, 0.7]])
+
+
+def test_readable_relations_rule_is_sufficient_with_one_hot_values():
+    """When a head gives an offset more than half its weight, one-hot values and a linear readout
+    (argmax of that head's output) read the token there on every input (vocabulary of 3)."""
+    import itertools
+
+    weights = torch.tensor([0.1, 0.55, 0.25, 0.1], dtype=torch.float64)  # offsets 0..3
+    eye = torch.eye(3, dtype=torch.float64)
+    for tokens in itertools.product(range(3), repeat=4):
+        out = sum(w * eye[t] for w, t in zip(weights, tokens))
+        assert int(out.argmax()) == tokens[1]
+
+
+def test_check_readable():
+    assert E.check_readable([1]).ok and E.check_readable((1,)).ok
+    assert "largest weight" in repr(E.check_readable([1, 2]))
+    assert "no more than 1/2" in repr(E.check_readable([1, 3]))
+    assert "more than 1/2" in repr(E.check_readable([]))
+    for bad in ("1", 1, None, [1, "x"], [1, 9], [float("nan")]):
+        r = E.check_readable(bad)
+        assert not r.ok and "hint" in repr(r)
+
+
+def test_check_head_params():
+    assert E.check_head_params(8, 4_224, 4).ok and E.check_head_params(1, 4_224, 32).ok
+    assert "without their biases" in repr(E.check_head_params(8, 4_096))
+    assert "W_O is part" in repr(E.check_head_params(8, 3 * 1024 + 96))
+    assert "d_model x d_k blocks" in repr(E.check_head_params(8, 8 * 4_224))
+    assert "split d_model" in repr(E.check_head_params(8, head_dim=32))
+    for bad in MALFORMED:
+        assert not E.check_head_params(8, bad).ok
+    for bad in (3, "8", 0, 2.5):
+        r = E.check_head_params(bad, 4_224)
+        assert not r.ok and r.first_error == "num_heads"
+
+
+def test_curve_figures():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for fig in (
+        viz.head_count.plot_learning_curves(4),
+        viz.head_count.plot_learning_curves(2, readout="linear"),
+        viz.head_count.plot_grids(),
+    ):
+        assert isinstance(fig, matplotlib.figure.Figure)
+        assert all(ax.get_title() and ax.get_xlabel() for ax in fig.axes)
+        plt.close(fig)

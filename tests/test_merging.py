@@ -9,7 +9,7 @@ from torch.utils.flop_counter import FlopCounterMode
 import mha
 from mha import viz
 from mha.chapters import merging, role_heads
-from mha.chapters.merging import MERGES, MergedMultiHeadAttention
+from mha.chapters.merging import MERGES, STRATEGIES, MergedMultiHeadAttention
 
 
 def n_params(module):
@@ -25,7 +25,7 @@ def seeded_module(d_model, num_heads, merge, bias=True, seed=0, dtype=torch.floa
     return m
 
 
-@pytest.mark.parametrize("merge", MERGES)
+@pytest.mark.parametrize("merge", STRATEGIES)
 @pytest.mark.parametrize("d_model,num_heads,T,S", [(8, 1, 3, 3), (12, 3, 4, 6), (16, 4, 5, 5)])
 def test_shapes(merge, d_model, num_heads, T, S, device):
     m = seeded_module(d_model, num_heads, merge).to(device)
@@ -39,7 +39,7 @@ def test_shapes(merge, d_model, num_heads, T, S, device):
     out2, none = m(q, kv, kv, need_weights=False)
     assert none is None and torch.equal(out, out2)
     coeff = m.head_coefficients(q, kv, kv)
-    if merge == "concat":
+    if merge.startswith("concat"):
         assert coeff is None
     else:
         assert coeff.shape == (2, T, num_heads)
@@ -87,6 +87,8 @@ def loop_merge(m, x):
         for t in range(T):
             if m.merge == "concat":
                 vec = torch.cat([heads[b, h, t] for h in range(H)])
+            elif m.merge == "concat_lowrank":
+                vec = layer.down.weight @ torch.cat([heads[b, h, t] for h in range(H)])
             else:
                 if m.merge == "average":
                     c = [1.0 / H] * H
@@ -102,7 +104,7 @@ def loop_merge(m, x):
     return out
 
 
-@pytest.mark.parametrize("merge", MERGES)
+@pytest.mark.parametrize("merge", STRATEGIES)
 def test_each_merge_against_a_loop(merge):
     m = seeded_module(12, 3, merge, dtype=torch.float64, seed=9)
     x = randn(2, 4, 12, seed=10, dtype=torch.float64)
@@ -156,7 +158,7 @@ def test_averaging_loses_who_did_what():
             assert (out_a - out_b).abs().max() > 0.9
 
 
-@pytest.mark.parametrize("merge", ["concat", "average", "weighted"])
+@pytest.mark.parametrize("merge", ["concat", "concat_lowrank", "average", "weighted"])
 def test_to_concat_is_the_same_function(merge):
     m = seeded_module(12, 4, merge, dtype=torch.float64, seed=14)
     c = merging.to_concat(m)
@@ -173,7 +175,7 @@ def test_equivalent_out_proj_errors():
         merging.equivalent_out_proj(mha.MultiHeadAttention(8, 2))
 
 
-@pytest.mark.parametrize("merge", MERGES)
+@pytest.mark.parametrize("merge", STRATEGIES)
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("d_model,num_heads", [(768, 12), (1024, 16), (32, 4), (12, 3)])
 def test_merge_params_match_modules(merge, bias, d_model, num_heads):
@@ -188,10 +190,12 @@ def test_merge_params_hand_numbers():
     assert merging.merge_params(768, 12, "average", bias=False) == 49_152
     assert merging.merge_params(768, 12, "weighted") == 49_920 + 12
     assert merging.merge_params(768, 12, "gated") == 49_920 + 768 * 12 + 12
+    assert merging.merge_params(768, 12, "concat_lowrank") == 768 * 64 + 64 * 768 + 768 == 99_072
+    assert merging.merge_params(32, 4, "concat_lowrank") == 32 * 8 + 8 * 32 + 32 == 544
     assert merging.merged_attention_params(768, 12, "concat") == mha.attention_params(768, 12) == 2_362_368
 
 
-@pytest.mark.parametrize("merge", MERGES)
+@pytest.mark.parametrize("merge", STRATEGIES)
 @pytest.mark.parametrize("d_model,num_heads,T", [(32, 4, 7), (48, 6, 3)])
 def test_merge_flops_match_flop_counter(merge, d_model, num_heads, T):
     m = MergedMultiHeadAttention(d_model, num_heads, merge)
@@ -207,17 +211,21 @@ def test_merge_flops_match_flop_counter(merge, d_model, num_heads, T):
 def test_merge_flops_hand_numbers():
     assert merging.merge_flops(512, 768, 12, "concat") == 2 * 512 * 768 * 768
     assert merging.merge_flops(512, 768, 12, "average") == 2 * 512 * 768 + 2 * 512 * 64 * 768
+    assert merging.merge_flops(512, 768, 12, "concat_lowrank") == 2 * (2 * 512 * 768 * 64)
 
 
 def test_cost_table_rows():
     rows = merging.merge_cost_table({"BERT-base": (768, 12)})
-    assert [r["merge"] for r in rows] == list(MERGES)
+    assert [r["merge"] for r in rows] == list(STRATEGIES)
     assert rows[0]["params_vs_concat"] == 1.0
-    assert rows[1]["params"] == 49_920
+    assert rows[2]["params"] == 49_920
+    assert [r["merge"] for r in merging.merge_cost_table({"x": (8, 2)}, merges=MERGES)] == list(MERGES)
 
 
 def test_errors():
-    with pytest.raises(ValueError, match="merge must be one of 'concat', 'average', 'weighted', 'gated', found 'sum'"):
+    with pytest.raises(
+        ValueError, match="merge must be one of 'concat', 'concat_lowrank', 'average', 'weighted', 'gated', found 'sum'"
+    ):
         MergedMultiHeadAttention(8, 2, "sum")
     with pytest.raises(ValueError, match=r"d_model \(10\) must be divisible by num_heads \(3\)"):
         MergedMultiHeadAttention(10, 3)
@@ -260,25 +268,65 @@ def test_explorer_render_and_alt():
     assert role_heads.merge_example_alt("average", "cat chases mouse").endswith("cat 0.50, mouse 0.50.")
 
 
-def test_merge_experiment_is_deterministic():
-    a = merging.merge_experiment("gated", seed=1, num_relations=1, steps=5)
-    b = merging.merge_experiment("gated", seed=1, num_relations=1, steps=5)
-    assert a == b
-    assert a["merge_params"] == merging.merge_params(32, 4, "gated")
-    assert a["params"] - merging.merge_experiment("concat", seed=1, num_relations=1, steps=1)["params"] == (
-        merging.merge_params(32, 4, "gated") - merging.merge_params(32, 4, "concat")
+def test_hand_built_example_covers_the_four_merges():
+    with pytest.raises(ValueError, match="the hand-built example covers the merges"):
+        role_heads.role_heads_example("concat_lowrank")
+
+
+@pytest.mark.parametrize("merge", ["concat", "concat_lowrank", "average", "weighted"])
+def test_concat_is_a_sum_of_per_head_projections(merge):
+    """concat(H) W_O = sum_i H_i W_O_i, and every fixed merge is one W_O: the identity by hand."""
+    m = seeded_module(12, 3, merge, dtype=torch.float64, seed=21)
+    x = randn(2, 4, 12, seed=22, dtype=torch.float64)
+    heads, _ = m.head_outputs(x)  # (B, H, T, Dh)
+    w_o = merging.equivalent_out_proj(m)  # (D, D), nn.Linear layout
+    summed = merging.sum_of_head_projections(heads, w_o)
+    assert torch.allclose(summed, mha.merge_heads(heads) @ w_o.T, atol=1e-12)
+    by_hand = sum(heads[:, i] @ w_o[:, 4 * i : 4 * (i + 1)].T for i in range(3))  # blocks of Dh = 4
+    assert torch.allclose(summed, by_hand, atol=1e-12)
+    with torch.no_grad():
+        assert torch.allclose(m(x)[0], summed + m.merge_layer.out_proj.bias, atol=1e-12)
+    blocks = w_o.view(12, 3, 4)  # (D, H, Dh): every block equal exactly for the average
+    equal = all(torch.allclose(blocks[:, 0], blocks[:, i]) for i in range(3))
+    assert equal == (merge == "average")
+    if merge == "average":
+        assert torch.allclose(blocks[:, 0], m.merge_layer.out_proj.weight / 3)
+
+
+def test_sum_of_head_projections_errors():
+    heads = randn(1, 2, 3, 4)
+    with pytest.raises(ValueError, match=r"out_proj_weight must have shape \(D_out, H\*Dh\) = \(D_out, 8\)"):
+        merging.sum_of_head_projections(heads, randn(8, 6))
+    with pytest.raises(TypeError, match="out_proj_weight must be a torch.Tensor"):
+        merging.sum_of_head_projections(heads, [[1.0]])
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("num_kv_heads", [1, 2, 4])
+def test_mean_pool_kv_heads(bias, num_kv_heads):
+    """Ainslie et al.'s conversion: exact when the heads of a group already share K and V."""
+    torch.manual_seed(23)
+    m = mha.MultiHeadAttention(16, 4, bias=bias).double()
+    group = 4 // num_kv_heads
+    with torch.no_grad():
+        for proj in (m.k_proj, m.v_proj):
+            w = proj.weight.view(num_kv_heads, group, 4, 16)  # (G, H/G, Dh, D)
+            w.copy_(w[:, :1].expand_as(w).clone())
+            if bias:
+                b = proj.bias.view(num_kv_heads, group, 4)
+                b.copy_(b[:, :1].expand_as(b).clone())
+    gqa = merging.mean_pool_kv_heads(m, num_kv_heads)
+    assert isinstance(gqa, mha.GroupedQueryAttention) and gqa.num_kv_heads == num_kv_heads
+    x = randn(2, 5, 16, seed=24, dtype=torch.float64)
+    with torch.no_grad():
+        assert torch.allclose(m(x)[0], gqa(x)[0], atol=1e-12)
+    # in general it is an approximation, and its K/V rows are the group means
+    fresh = mha.MultiHeadAttention(16, 4, bias=bias)
+    pooled = merging.mean_pool_kv_heads(fresh, num_kv_heads)
+    expected = fresh.k_proj.weight.view(num_kv_heads, group, 4, 16).mean(dim=1).reshape(-1, 16)
+    assert torch.allclose(pooled.k_proj.weight, expected)
+    assert torch.equal(pooled.q_proj.weight, fresh.q_proj.weight) and torch.equal(
+        pooled.out_proj.weight, fresh.out_proj.weight
     )
-    with pytest.raises(ValueError, match="merge must be one of"):
-        merging.merge_experiment("max")
-
-
-def test_summaries_of_runs():
-    runs = [
-        {"num_relations": 2, "strategy": "concat", "accuracy": a, "params": 10, "merge_params": 3} for a in (0.5, 1.0)
-    ]
-    (row,) = merging.summarize_merge_results(runs)
-    assert (row["mean"], row["min"], row["max"], row["seeds"]) == (0.75, 0.5, 1.0, 2)
-    cached = merging.load_merge_results()
-    keys = {(r["num_relations"], r["strategy"], r["seed"]) for r in cached}
-    sweep = merging.SWEEP
-    assert keys == {(k, m, s) for k in sweep["num_relations"] for m in MERGES for s in sweep["seeds"]}
+    with pytest.raises(TypeError, match="m must be an mha.MultiHeadAttention"):
+        merging.mean_pool_kv_heads(nn.Linear(2, 2), 1)

@@ -9,8 +9,13 @@ parameters whatever ``h`` is, and nothing else in the model depends on ``h``: th
 in how the same parameters are cut into heads (:func:`mha.chapters.task.make_model` checks it).
 
 **The cached grid.** ``scripts/make_ch01_cache.py`` trains every (k, h, seed, readout) of
-:func:`grid_runs` and stores the results in :data:`CACHE_PATH`; :func:`cached_run`,
-:func:`grid_summary` and :func:`cached_maps` read them. The figures are in :mod:`mha.viz.head_count`.
+:func:`grid_runs` for 1,500 steps and stores the results in :data:`CACHE_PATH`; :func:`cached_run`,
+:func:`grid_summary` and :func:`cached_maps` read them.
+
+**The learning curves.** The same script trains the settings of :data:`CURVE_SETTINGS` once each,
+to their largest budget, on :data:`CURVE_SEEDS`, and records training and held-out accuracy at
+every budget of :data:`CURVE_STEPS` on the way (:func:`cached_curves`, :func:`curve_summary`).
+The figures are in :mod:`mha.viz.head_count`.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ import json
 
 import torch
 
+from ..counting import attention_params
 from . import DATA_DIR
-from .task import D_MODEL, STEPS, make_model, make_task, token_labels, train_and_evaluate
+from .answers import Verdict, Report, read_int, read_numbers
+from .task import D_MODEL, LEARNING_RATE, STEPS, make_model, make_task, spread, token_labels, train_and_evaluate
 
 #: The number of relations of the chapter's main setting.
 DEFAULT_RELATIONS = 4
@@ -28,6 +35,27 @@ DEFAULT_RELATIONS = 4
 GRID_RELATIONS = (1, 2, 3, 4, 6)
 GRID_HEADS = (1, 2, 4, 8)
 GRID_SEEDS = {"mlp": (0, 1, 2), "linear": (0,)}
+
+
+#: Learning curves: ``(readout, k, h) -> largest budget``. Each run trains once to its budget and
+#: is evaluated at every :data:`CURVE_STEPS` on the way. One and two heads get 24,000 steps (the
+#: linear readout 12,000); the models with more heads, ahead from the start, get 6,000 to save compute.
+CURVE_SETTINGS = {
+    ("mlp", 4, 1): 24_000,
+    ("mlp", 4, 2): 6_000,
+    ("mlp", 6, 1): 24_000,
+    ("mlp", 6, 2): 24_000,
+    ("mlp", 6, 4): 6_000,
+    ("mlp", 6, 8): 6_000,
+    ("linear", 2, 1): 12_000,
+}
+CURVE_SEEDS = (0, 1, 2, 3, 4)
+CURVE_STEPS = (250, 500, 1000, 1500, 3000, 6000, 12_000, 24_000)
+
+
+def curve_runs() -> list[tuple[str, int, int, int, int]]:
+    """Every ``(readout, num_relations, num_heads, seed, steps)`` of the cached learning curves."""
+    return [(r, k, h, s, steps) for (r, k, h), steps in CURVE_SETTINGS.items() for s in CURVE_SEEDS]
 
 
 def grid_runs() -> list[tuple[str, int, int, int]]:
@@ -56,6 +84,8 @@ def head_count_experiment(
     steps: int = STEPS,
     readout: str = "mlp",
     d_model: int = D_MODEL,
+    lr: float = LEARNING_RATE,
+    checkpoints=(),
     show_progress: bool = False,
     return_model: bool = False,
 ) -> dict:
@@ -67,15 +97,19 @@ def head_count_experiment(
     are right (chance: ``16**-k``). The model: token + position embeddings (``d_model`` = 32), one
     causal ``mha.FusedMultiHeadAttention(d_model, num_heads)`` with a residual, and an MLP (default) or
     linear readout; ``d_k = d_model / num_heads``, so the parameter count does not depend on
-    ``num_heads``. ``seed`` fixes the data, the initial weights and the minibatch order.
+    ``num_heads``. ``seed`` fixes the data, the initial weights and the minibatch order. ``steps``
+    Adam steps at learning rate ``lr``; ``checkpoints`` (step counts up to ``steps``) adds the
+    learning curve of this one run (training and held-out accuracy at each).
 
     Returns:
-        the dict of :func:`train_and_evaluate` plus ``num_relations``, ``seed``, ``readout`` (and
-        ``model``, the trained :class:`RelationModel`, when ``return_model`` is true).
+        the dict of :func:`train_and_evaluate` (``curve`` included) plus ``num_relations``, ``seed``,
+        ``readout`` (and ``model``, the trained :class:`RelationModel`, when ``return_model`` is true).
     """
     task = make_task(num_relations, seed=seed)
     model = make_model(num_heads, task, seed=seed, d_model=d_model, readout=readout)
-    result = train_and_evaluate(model, task, steps=steps, seed=seed, show_progress=show_progress)
+    result = train_and_evaluate(
+        model, task, steps=steps, seed=seed, lr=lr, checkpoints=checkpoints, show_progress=show_progress
+    )
     result.update(num_relations=num_relations, seed=seed, readout=readout)
     if return_model:
         result["model"] = model
@@ -173,6 +207,53 @@ def format_grid(summary: dict, *, spread: bool = True) -> str:
     return "\n".join(lines)
 
 
+def cached_curves(num_heads: int, *, num_relations: int = DEFAULT_RELATIONS, readout: str = "mlp") -> list[dict]:
+    """The cached learning curves of one setting, one dict per seed: ``seed``, ``steps`` (the run's
+    budget) and ``curve`` (a list of points: ``steps``, ``accuracy``, ``train_accuracy``, ``loss``,
+    ``train_loss``, ``relation_accuracy``, rounded to 4 decimals). Raises KeyError for a setting
+    without curves."""
+    runs = [
+        c
+        for c in load_grid().get("curves", [])
+        if (c["readout"], c["num_relations"], c["num_heads"]) == (readout, num_relations, num_heads)
+    ]
+    if not runs:
+        raise KeyError(
+            f"no cached curves for num_heads={num_heads}, num_relations={num_relations}, readout={readout!r}; "
+            f"cached: {sorted(CURVE_SETTINGS)}"
+        )
+    return sorted(runs, key=lambda c: c["seed"])
+
+
+def curve_summary(
+    num_heads: int, *, num_relations: int = DEFAULT_RELATIONS, readout: str = "mlp", key: str = "accuracy"
+) -> dict:
+    """Over seeds, at every budget of one setting's curves: ``steps -> {"median", "min", "max",
+    "values", "solved"}`` (``solved``: seeds at ``key`` >= :data:`mha.chapters.task.SOLVED`)."""
+    by_steps: dict = {}
+    for run in cached_curves(num_heads, num_relations=num_relations, readout=readout):
+        for point in run["curve"]:
+            by_steps.setdefault(point["steps"], []).append(point[key])
+    return {steps: spread(values) for steps, values in sorted(by_steps.items())}
+
+
+def format_curves(settings, *, budgets=(1500, 6000, 24_000)) -> str:
+    """A text table, one row per setting ``(readout, k, h)`` and budget: held-out median [min, max]
+    over seeds, seeds solved, and the median training accuracy (budgets past a run's end are left out)."""
+    lines = [
+        f"{'readout':7s} {'k':>2s} {'h':>2s} {'steps':>7s}   {'held-out [min, max]':19s}  {'solved':>6s}  {'train':>5s}"
+    ]
+    for readout, k, h in settings:
+        test = curve_summary(h, num_relations=k, readout=readout)
+        train = curve_summary(h, num_relations=k, readout=readout, key="train_accuracy")
+        for b in budgets:
+            if b in test:
+                t = test[b]
+                cells = f"{t['median']:.2f} [{t['min']:.2f}, {t['max']:.2f}]  {t['solved']:>4d}/{len(t['values'])}"
+                lines.append(f"{readout:7s} {k:2d} {h:2d} {b:7,d}   {cells}  {train[b]['median']:5.2f}")
+    return "\n".join(lines)
+
+
 def cached_maps(num_heads: int, seed: int = 0) -> tuple[torch.Tensor, list[str]]:
     """Every head's cached attention map on the first held-out sequence (k = 4, MLP readout).
 
@@ -208,3 +289,127 @@ def head_maps_alt(num_heads: int = 2, seed: int = 0) -> str:
         parts.append(f"head {h + 1} attends mostly to the tokens {where}")
     plural = "s" if num_heads > 1 else ""
     return f"{num_heads} head{plural}, seed {seed}: " + "; ".join(parts) + "."
+
+
+# --------------------------------------------------------------------------------------------
+# Why a linear readout needs a head per relation (when the weights follow positions)
+# --------------------------------------------------------------------------------------------
+
+
+def readable_relations(weights) -> list[int]:
+    """The relations a *linear* readout can name correctly on every input, for positional weights.
+
+    ``weights[h][o]`` is the weight head ``h`` puts on the token ``o`` places back (``o = 0`` is the
+    token itself); a row may leave weight for tokens further back (it sums to at most 1). The rule
+    (proved in chapter 1): relation ``o >= 1`` can be read on every input only if some head gives
+    offset ``o`` more weight than all the other tokens it reads together, ``a[h][o] > 1/2``. A head
+    can do that for one offset at most, so k relations need k heads.
+
+    Shapes:
+        weights (H, O) -> returns the sorted offsets o >= 1 that pass.
+    """
+    w = torch.as_tensor(weights, dtype=torch.float64)
+    if w.dim() != 2 or not torch.isfinite(w).all() or (w < 0).any() or (w.sum(dim=1) > 1 + 1e-9).any():
+        raise ValueError(f"weights must be (H, O) non-negative rows summing to at most 1, found {weights!r}")
+    return [o for o in range(1, w.shape[1]) if bool((w[:, o] > 0.5).any())]
+
+
+#: Exercise 4's heads: weights on the tokens 0, 1, 2, 3 places back (the rest lies further back).
+EXERCISE_WEIGHTS = ((0.05, 0.6, 0.3, 0.05), (0.0, 0.1, 0.45, 0.45))
+
+
+def check_readable(answer, weights=EXERCISE_WEIGHTS) -> Verdict:
+    """Check exercise 4: which relations (offsets >= 1) can a linear readout read on every input?
+
+    Args:
+        answer: the offsets you think pass, e.g. ``[1, 3]`` (an empty list for none).
+        weights: the heads' weights (H, O) as in :func:`readable_relations`.
+
+    Returns:
+        :class:`mha.chapters.answers.Verdict`; malformed input gives a message, never an exception.
+    """
+    report = Report("offsets a linear readout can read on every input")
+    expected = set(readable_relations(weights))
+    if isinstance(answer, (str, bytes)) or not hasattr(answer, "__iter__"):
+        report.wrong(
+            "answer", f"must be a list of offsets such as [1, 2], found {answer!r}", "list the offsets (1, 2, ...)"
+        )
+        return report.done()
+    mine = set()
+    for item in answer:
+        value, problem = read_int("an offset", item)
+        if problem or not 1 <= value < len(weights[0]):
+            report.wrong(
+                "answer",
+                problem or f"offsets run from 1 to {len(weights[0]) - 1}, found {value}",
+                "offsets count places back: 1, 2, ...",
+            )
+            return report.done()
+        mine.add(value)
+    if mine == expected:
+        report.right("answer")
+        return report.done()
+    w = torch.as_tensor(weights, dtype=torch.float64)
+    largest = {int(w[h, 1:].argmax()) + 1 for h in range(w.shape[0])}
+    if mine == largest:
+        hint = (
+            "the largest weight of a head is not enough: it must be larger than all the head's other weights together"
+        )
+    elif mine - expected:
+        hint = (
+            f"offset {min(mine - expected)} gets no more than 1/2 in any head: its token can be outweighed by the rest"
+        )
+    else:
+        hint = f"offset {min(expected - mine)} has a head that gives it more than 1/2: that head reads it"
+    report.wrong("answer", f"{sorted(mine)} is not it", hint)
+    return report.done()
+
+
+def check_head_params(num_heads, attention_layer=None, head_dim=None, *, d_model: int = D_MODEL) -> Verdict:
+    """Check exercise 5: the attention layer's parameters and d_k for ``num_heads`` heads.
+
+    Args:
+        num_heads: h (a divisor of ``d_model``).
+        attention_layer: your count of the attention layer's parameters (biases included).
+        head_dim: your d_k, the number of values in each head's query vector.
+
+    Returns:
+        :class:`mha.chapters.answers.Verdict`; malformed input gives a message, never an exception.
+    """
+    report = Report(f"attention layer with d_model = {d_model}, h = {num_heads!r}")
+    h, problem = read_int("num_heads", num_heads)
+    if problem or h < 1 or d_model % h:
+        report.wrong("num_heads", problem or f"must divide d_model = {d_model}, found {h}", "pick h in 1, 2, 4, 8")
+        return report.done()
+    expected = attention_params(d_model, h)
+    if attention_layer is None:
+        report.skipped("attention_layer")
+    else:
+        mine, problem = read_numbers("attention_layer", attention_layer, ())
+        slips = {
+            4 * d_model**2: "that is W_Q, W_K, W_V and W_O without their biases (4 x d_model more)",
+            3 * d_model**2 + 3 * d_model: "W_O is part of the layer too (d_model^2 + d_model)",
+            4 * h * d_model**2 + 4 * h * d_model: "each head has d_model x d_k blocks, not d_model x d_model matrices",
+        }
+        if problem:
+            report.wrong("attention_layer", problem, "give one whole number")
+        elif int(mine) == expected and float(mine) == expected:
+            report.right("attention_layer")
+        else:
+            hint = slips.get(int(mine), "4 matrices of d_model x d_model, plus 4 bias vectors of d_model: for every h")
+            report.wrong("attention_layer", f"{float(mine):,.0f} is not it", hint)
+    if head_dim is None:
+        report.skipped("head_dim")
+    else:
+        mine, problem = read_numbers("head_dim", head_dim, ())
+        if problem:
+            report.wrong("head_dim", problem, "give one whole number")
+        elif float(mine) == d_model // h:
+            report.right("head_dim")
+        elif float(mine) in (d_model, d_model * h):
+            report.wrong(
+                "head_dim", f"{float(mine):g} is not it", "the heads split d_model between them: d_k = d_model / h"
+            )
+        else:
+            report.wrong("head_dim", f"{float(mine):g} is not it", "d_k = d_model / h")
+    return report.done()

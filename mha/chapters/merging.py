@@ -1,11 +1,14 @@
 """Chapter 5: how the heads' outputs are merged back into one d_model-wide vector.
 
-After attention, each of the H heads has produced a (T, Dh) matrix. Four ways to merge them:
+After attention, each of the H heads has produced a (T, Dh) matrix. Four ways to merge them
+(:data:`MERGES`), and a control for the experiment (:data:`STRATEGIES` holds all five):
 
 ``"concat"``  (the Transformer's choice)   concat(head_1, ..., head_H) · W_O,  W_O: D x D
 ``"average"``                              mean_h(head_h) · W_up,             W_up: Dh x D
 ``"weighted"`` (one learned scalar a_h)    sum_h a_h head_h · W_up,   a = softmax(logits), logits: H
 ``"gated"``  (per-token weights g_{t,h})   sum_h g_{t,h} head_{t,h} · W_up,  g_t = softmax(x_t W_g), W_g: D x H
+``"concat_lowrank"`` (the control)         concat(head_1, ..., head_H) · W_down · W_up,  W_down: D x Dh
+                                           (W_O of rank Dh: the same Dh-wide bottleneck as averaging)
 
 :class:`MergedMultiHeadAttention` is a drop-in for :class:`mha.MultiHeadAttention` with a ``merge``
 argument; with ``merge="concat"`` it *is* that module (a test copies the weights and compares).
@@ -16,8 +19,11 @@ The averaging merges are concatenation with a constrained W_O: averaging then pr
 is concatenating then projecting with W_O = [W_up; W_up; ...; W_up] / H (every head's block the same),
 a matrix of rank at most Dh (:func:`equivalent_out_proj`). That is exactly what averaging loses.
 
-:func:`merge_experiment` trains chapter 1's model (:mod:`mha.chapters.task`) with each merge. The
-hand-built two-role example is :mod:`mha.chapters.role_heads`; the figures are in
+Every merge is a sum over heads, concat(H) · W_O = sum_i H_i · W_O_i with W_O_i the i-th block of Dh
+rows of W_O (:func:`sum_of_head_projections`); averaging is the case where every block is W_up / H.
+
+:mod:`mha.chapters.merge_training` trains chapter 1's model (:mod:`mha.chapters.task`) with each
+merge. The hand-built two-role example is :mod:`mha.chapters.role_heads`; the figures are in
 :mod:`mha.viz.merging`.
 
 Shape legend: B batch, T query length, S key length, D d_model, H heads, Dh head_dim = D / H.
@@ -25,26 +31,25 @@ Shape legend: B batch, T query length, S key length, D d_model, H heads, Dh head
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from ..attention import merge_heads, scaled_dot_product_attention, split_heads
 from ..checks import check_divisible, check_float_tensor, check_positive_int, check_rank
-from ..modules import MultiHeadAttention, combine_masks, resolve_qkv
-from . import DATA_DIR
+from ..modules import GroupedQueryAttention, MultiHeadAttention, combine_masks, resolve_qkv
 
-#: The merge strategies, in the order the chapter discusses them.
+#: The four merges of the tutorials, in the order the chapter discusses them.
 MERGES = ("concat", "average", "weighted", "gated")
+#: Every merge :class:`MergedMultiHeadAttention` builds: the four, and the experiment's control,
+#: concatenation through a rank-Dh W_O (the same bottleneck as averaging, learned).
+STRATEGIES = ("concat", "concat_lowrank", "average", "weighted", "gated")
 
 
 def check_merge(merge) -> str:
-    """Return ``merge`` if it names a strategy in :data:`MERGES`, else raise a ValueError."""
-    if merge not in MERGES:
-        raise ValueError(f"merge must be one of {', '.join(map(repr, MERGES))}, found {merge!r}")
+    """Return ``merge`` if it names a strategy in :data:`STRATEGIES`, else raise a ValueError."""
+    if merge not in STRATEGIES:
+        raise ValueError(f"merge must be one of {', '.join(map(repr, STRATEGIES))}, found {merge!r}")
     return merge
 
 
@@ -91,6 +96,29 @@ def mix_heads(heads: torch.Tensor, coefficients: torch.Tensor) -> torch.Tensor:
     return torch.einsum("bth,bhtd->btd", coefficients, heads)  # (B, T, Dh)
 
 
+def sum_of_head_projections(heads: torch.Tensor, out_proj_weight: torch.Tensor) -> torch.Tensor:
+    """``sum_i H_i · W_O_i``: each head projected by its own block of W_O, then summed.
+
+    ``out_proj_weight`` is W_O in ``nn.Linear`` layout (D_out x H·Dh); head i's block W_O_i is its
+    columns ``i·Dh`` to ``(i+1)·Dh``. The result equals ``merge_heads(heads) @ out_proj_weight.T``:
+    concatenating then projecting *is* a sum of per-head projections. With every block equal to
+    ``W_up / H`` the sum is the average of the heads projected by ``W_up``.
+
+    Shapes:
+        heads (B, H, T, Dh), out_proj_weight (D_out, H*Dh) -> returns (B, T, D_out).
+    """
+    _check_heads(heads)
+    check_float_tensor("out_proj_weight", out_proj_weight)
+    num_heads, head_dim = heads.shape[1], heads.shape[3]
+    if out_proj_weight.dim() != 2 or out_proj_weight.shape[1] != num_heads * head_dim:
+        raise ValueError(
+            f"out_proj_weight must have shape (D_out, H*Dh) = (D_out, {num_heads * head_dim}), "
+            f"found {tuple(out_proj_weight.shape)}"
+        )
+    blocks = out_proj_weight.view(out_proj_weight.shape[0], num_heads, head_dim)  # (D_out, H, Dh)
+    return torch.einsum("bhtd,ohd->bto", heads, blocks)  # (B, T, D_out), summed over heads h
+
+
 # --------------------------------------------------------------------------------------------
 # The merge modules: forward(heads (B, H, T, Dh), x (B, T, D)) -> (B, T, D)
 # --------------------------------------------------------------------------------------------
@@ -110,6 +138,25 @@ class ConcatMerge(nn.Module):
 
     def forward(self, heads, x):
         return self.out_proj(merge_heads(heads))  # (B, T, H*Dh) -> (B, T, D)
+
+
+class LowRankConcatMerge(nn.Module):
+    """Concatenate, then a W_O of rank at most Dh: down to Dh features (W_down, D x Dh, no bias),
+    then up to D (W_up, Dh x D). The control for averaging: the same Dh-wide bottleneck, but the
+    map into it is learned (averaging fixes it to [I; I; ...; I] / H)."""
+
+    def __init__(self, d_model: int, num_heads: int, bias: bool = True):
+        super().__init__()
+        self.num_heads = num_heads
+        self.down = nn.Linear(d_model, d_model // num_heads, bias=False)
+        self.out_proj = nn.Linear(d_model // num_heads, d_model, bias=bias)
+
+    def coefficients(self, heads, x):
+        """No per-head coefficients (returns None): W_down mixes features, not heads."""
+        return None
+
+    def forward(self, heads, x):
+        return self.out_proj(self.down(merge_heads(heads)))  # (B, T, D) -> (B, T, Dh) -> (B, T, D)
 
 
 class AverageMerge(nn.Module):
@@ -161,7 +208,13 @@ class GatedMerge(AverageMerge):
         return F.softmax(self.gate(x), dim=-1)  # (B, T, H)
 
 
-MERGE_CLASSES = {"concat": ConcatMerge, "average": AverageMerge, "weighted": WeightedMerge, "gated": GatedMerge}
+MERGE_CLASSES = {
+    "concat": ConcatMerge,
+    "concat_lowrank": LowRankConcatMerge,
+    "average": AverageMerge,
+    "weighted": WeightedMerge,
+    "gated": GatedMerge,
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -178,11 +231,13 @@ class MergedMultiHeadAttention(nn.Module):
 
     Args:
         d_model: D. num_heads: H (D divisible by H).
-        merge: ``"concat"``, ``"average"``, ``"weighted"`` or ``"gated"``.
+        merge: one of :data:`STRATEGIES`: ``"concat"``, ``"concat_lowrank"``, ``"average"``,
+            ``"weighted"`` or ``"gated"``.
         bias: biases on every projection (W_Q, W_K, W_V, the merge's projection and the gate).
     Attributes:
         q_proj, k_proj, v_proj: D x D ``nn.Linear``. merge_layer: the merge module; its
-        ``out_proj`` is W_O (D x D) for concat and W_up (Dh x D) otherwise.
+        ``out_proj`` is W_O (D x D) for concat and W_up (Dh x D) otherwise (concat_lowrank adds
+        ``down``, W_down: D x Dh).
     """
 
     def __init__(self, d_model: int, num_heads: int, merge: str = "concat", bias: bool = True):
@@ -250,9 +305,9 @@ def equivalent_out_proj(module: MergedMultiHeadAttention) -> torch.Tensor:
     """The W_O (in ``nn.Linear`` layout, D_out x D_in) that a *concatenating* module would need to
     compute the same output as ``module``.
 
-    concat: its own W_O. average: [W_up, W_up, ..., W_up] / H (the same block for every head).
-    weighted: [a_1 W_up, ..., a_H W_up]. gated: no fixed matrix exists (the mix changes per
-    token), so it raises a ValueError. The averaging forms have rank at most Dh.
+    concat: its own W_O. concat_lowrank: W_up · W_down. average: [W_up, W_up, ..., W_up] / H (the
+    same block for every head). weighted: [a_1 W_up, ..., a_H W_up]. gated: no fixed matrix exists
+    (the mix changes per token), so it raises a ValueError. All but concat have rank at most Dh.
 
     Returns:
         (D, D) tensor, detached.
@@ -264,6 +319,8 @@ def equivalent_out_proj(module: MergedMultiHeadAttention) -> torch.Tensor:
     layer = module.merge_layer
     if module.merge == "concat":
         return layer.out_proj.weight.detach().clone()
+    if module.merge == "concat_lowrank":
+        return (layer.out_proj.weight @ layer.down.weight).detach()  # (D, Dh) @ (Dh, D)
     if module.merge == "gated":
         raise ValueError("merge 'gated' has no equivalent W_O: its head weights change from token to token")
     dummy = layer.out_proj.weight.new_zeros(1, module.num_heads, 1, module.head_dim)  # (1, H, 1, Dh)
@@ -273,7 +330,7 @@ def equivalent_out_proj(module: MergedMultiHeadAttention) -> torch.Tensor:
 
 
 def to_concat(module: MergedMultiHeadAttention) -> MergedMultiHeadAttention:
-    """A ``merge="concat"`` module computing the same function as an average or weighted one.
+    """A ``merge="concat"`` module computing the same function as an average, weighted or low-rank one.
 
     Proof by construction that concatenation can do whatever these merges do (the converse is false).
     """
@@ -289,6 +346,32 @@ def to_concat(module: MergedMultiHeadAttention) -> MergedMultiHeadAttention:
     return new
 
 
+def mean_pool_kv_heads(m: MultiHeadAttention, num_kv_heads: int) -> GroupedQueryAttention:
+    """Convert multi-head attention to grouped-query attention the way Ainslie et al. (2023) do:
+    the key and value projections of the H / G heads in each group are averaged into one.
+
+    W_Q, W_O (and their biases) are copied; the rows of W_K and W_V (and their biases) that belong
+    to the heads of one group are mean-pooled. Averaging acts on *parameters* here, before
+    attention; the heads' outputs are still concatenated and projected by W_O. When the heads of
+    a group already share K and V, the converted module computes the same function.
+    """
+    if not isinstance(m, MultiHeadAttention):
+        raise TypeError(f"m must be an mha.MultiHeadAttention, found {type(m).__name__}")
+    bias = m.q_proj.bias is not None
+    gqa = GroupedQueryAttention(m.d_model, m.num_heads, num_kv_heads, bias=bias).to(m.q_proj.weight)
+    group, head_dim = m.num_heads // num_kv_heads, m.head_dim
+    with torch.no_grad():
+        gqa.q_proj.load_state_dict(m.q_proj.state_dict())
+        gqa.out_proj.load_state_dict(m.out_proj.state_dict())
+        for name in ("k_proj", "v_proj"):
+            source, target = getattr(m, name), getattr(gqa, name)
+            weight = source.weight.view(num_kv_heads, group, head_dim, m.d_model)  # (G, H/G, Dh, D)
+            target.weight.copy_(weight.mean(dim=1).reshape(num_kv_heads * head_dim, m.d_model))  # (G*Dh, D)
+            if bias:
+                target.bias.copy_(source.bias.view(num_kv_heads, group, head_dim).mean(dim=1).reshape(-1))  # (G*Dh,)
+    return gqa
+
+
 # --------------------------------------------------------------------------------------------
 # Costs in closed form
 # --------------------------------------------------------------------------------------------
@@ -297,8 +380,8 @@ def to_concat(module: MergedMultiHeadAttention) -> MergedMultiHeadAttention:
 def merge_params(d_model: int, num_heads: int, merge: str, bias: bool = True) -> int:
     """Parameters of the merge step alone (everything after the heads' outputs).
 
-    concat: D·D (+ D);  average: Dh·D (+ D);  weighted: Dh·D + H (+ D);
-    gated: Dh·D + D·H (+ D + H).  ``(+ ...)`` are the biases.
+    concat: D·D (+ D);  concat_lowrank: D·Dh + Dh·D (+ D);  average: Dh·D (+ D);
+    weighted: Dh·D + H (+ D);  gated: Dh·D + D·H (+ D + H).  ``(+ ...)`` are the biases.
 
     The mean itself has no parameters; the up-projection that brings Dh back to D does.
 
@@ -312,6 +395,8 @@ def merge_params(d_model: int, num_heads: int, merge: str, bias: bool = True) ->
     head_dim = d_model // num_heads
     in_features = d_model if merge == "concat" else head_dim
     total = in_features * d_model + (d_model if bias else 0)  # W_O or W_up
+    if merge == "concat_lowrank":
+        total = d_model * head_dim + head_dim * d_model + (d_model if bias else 0)  # W_down, W_up
     if merge == "weighted":
         total += num_heads  # one logit per head
     if merge == "gated":
@@ -334,8 +419,8 @@ def merge_flops_breakdown(seq_len: int, d_model: int, num_heads: int, merge: str
 
     Returns:
         dict with ``gate`` (2·T·D·H for gated, else 0), ``mix`` (the weighted sum over heads,
-        2·T·H·Dh = 2·T·D; 0 for concat), ``project`` (2·T·D·D for concat, 2·T·Dh·D otherwise)
-        and ``total``.
+        2·T·H·Dh = 2·T·D; 0 for concat; for concat_lowrank, W_down: 2·T·D·Dh), ``project``
+        (2·T·D·D for concat, 2·T·Dh·D otherwise) and ``total``.
     """
     seq_len = check_positive_int("seq_len", seq_len)
     d_model = check_positive_int("d_model", d_model)
@@ -344,9 +429,10 @@ def merge_flops_breakdown(seq_len: int, d_model: int, num_heads: int, merge: str
     check_merge(merge)
     head_dim = d_model // num_heads
     concat = merge == "concat"
+    mix = {"concat": 0, "concat_lowrank": 2 * seq_len * d_model * head_dim}.get(merge, 2 * seq_len * d_model)
     parts = {
         "gate": 2 * seq_len * d_model * num_heads if merge == "gated" else 0,
-        "mix": 0 if concat else 2 * seq_len * num_heads * head_dim,
+        "mix": mix,
         "project": 2 * seq_len * (d_model if concat else head_dim) * d_model,
     }
     parts["total"] = sum(parts.values())
@@ -358,7 +444,7 @@ def merge_flops(seq_len: int, d_model: int, num_heads: int, merge: str) -> int:
     return merge_flops_breakdown(seq_len, d_model, num_heads, merge)["total"]
 
 
-def merge_cost_table(configs: dict, *, seq_len: int = 512, bias: bool = True) -> list[dict]:
+def merge_cost_table(configs: dict, *, seq_len: int = 512, bias: bool = True, merges=STRATEGIES) -> list[dict]:
     """One row per (configuration, merge): ``config``, ``merge``, ``params``, ``flops``,
     ``layer_params`` (the whole attention layer) and ``params_vs_concat`` (ratio).
 
@@ -367,7 +453,7 @@ def merge_cost_table(configs: dict, *, seq_len: int = 512, bias: bool = True) ->
     rows = []
     for name, (d_model, num_heads) in configs.items():
         concat = merge_params(d_model, num_heads, "concat", bias)
-        for merge in MERGES:
+        for merge in merges:
             params = merge_params(d_model, num_heads, merge, bias)
             rows.append(
                 {
@@ -386,108 +472,3 @@ def merge_cost_table(configs: dict, *, seq_len: int = 512, bias: bool = True) ->
 
 #: Real configurations (d_model, num_heads) used in the chapter's cost table.
 CONFIGS = {"BERT-base": (768, 12), "BERT-large": (1024, 16), "GPT-2 large": (1280, 20), "GPT-2 XL": (1600, 25)}
-
-
-# --------------------------------------------------------------------------------------------
-# The experiment: chapter 1's task, the same model with each merge
-# --------------------------------------------------------------------------------------------
-
-#: Where ``scripts/make_merge_results.py`` stores the multi-seed results the chapter reads.
-RESULTS_PATH = DATA_DIR / "merge_results.json"
-#: The sweep behind the cached results: tasks (number of relations), seeds, and the heads.
-SWEEP = {"num_relations": (4, 2), "seeds": (0, 1, 2, 3, 4), "num_heads": 4, "readout": "linear"}
-
-
-def merge_experiment(
-    strategy: str,
-    *,
-    seed: int = 0,
-    num_relations: int = 4,
-    num_heads: int = 4,
-    readout: str = "linear",
-    steps: int | None = None,
-    show_progress: bool = False,
-) -> dict:
-    """Train chapter 1's one-layer model with ``MergedMultiHeadAttention(merge=strategy)``; test it.
-
-    The task is chapter 1's (:func:`mha.chapters.task.make_task`): at each position ``t >= k`` name the
-    tokens at ``t - 1, ..., t - k`` at once (``k = num_relations``; vocabulary 16, 12 tokens).
-    ``num_relations=4`` needs four relations per token; ``num_relations=2`` is the easier task where
-    averaging is not doomed in advance. Everything but the merge is the same: d_model 32,
-    ``num_heads`` heads, embeddings, residual, readout (linear by default), optimiser, data and seed.
-
-    Returns:
-        dict with ``accuracy`` (held-out, all k answers right), ``relation_accuracy`` (k floats),
-        ``train_accuracy``, ``params`` (whole model), ``attention_params``, ``merge_params``,
-        ``strategy``, ``seed``, ``num_relations``, ``num_heads``. Plain numbers: JSON-ready.
-    """
-    from . import task as experiments  # chapter 1's task, model and training loop
-
-    check_merge(strategy)
-    steps = experiments.STEPS if steps is None else steps
-    task = experiments.make_task(num_relations, seed=seed)
-
-    def attention(d_model, heads):
-        return MergedMultiHeadAttention(d_model, heads, merge=strategy)
-
-    model = experiments.make_model(num_heads, task, seed=seed, readout=readout, attention=attention)
-    result = experiments.train_and_evaluate(model, task, steps=steps, seed=seed, show_progress=show_progress)
-    keep = ("accuracy", "relation_accuracy", "train_accuracy", "params", "attention_params")
-    out = {key: result[key] for key in keep}
-    out.update(
-        merge_params=sum(p.numel() for p in model.attention.merge_layer.parameters()),
-        strategy=strategy,
-        seed=seed,
-        num_relations=num_relations,
-        num_heads=num_heads,
-        readout=readout,
-        steps=steps,
-    )
-    return out
-
-
-def run_merge_sweep(sweep: dict = SWEEP, *, log=None) -> list[dict]:
-    """Every (task, strategy, seed) of ``sweep``: a list of :func:`merge_experiment` dicts."""
-    runs = []
-    for k in sweep["num_relations"]:
-        for strategy in MERGES:
-            for seed in sweep["seeds"]:
-                runs.append(
-                    merge_experiment(
-                        strategy, seed=seed, num_relations=k, num_heads=sweep["num_heads"], readout=sweep["readout"]
-                    )
-                )
-                if log is not None:
-                    log(runs[-1])
-    return runs
-
-
-def load_merge_results(path: Path | str = RESULTS_PATH) -> list[dict]:
-    """The cached sweep written by ``scripts/make_merge_results.py`` (a list of run dicts)."""
-    with open(path) as f:
-        return json.load(f)["runs"]
-
-
-def summarize_merge_results(runs: list[dict]) -> list[dict]:
-    """One row per (task, strategy): ``mean``, ``min``, ``max`` held-out accuracy over seeds,
-    ``seeds``, ``params`` (whole model) and ``merge_params``, in :data:`MERGES` order."""
-    rows = []
-    for k in sorted({r["num_relations"] for r in runs}, reverse=True):
-        for strategy in MERGES:
-            group = [r for r in runs if r["num_relations"] == k and r["strategy"] == strategy]
-            if not group:
-                continue
-            acc = [r["accuracy"] for r in group]
-            rows.append(
-                {
-                    "num_relations": k,
-                    "strategy": strategy,
-                    "seeds": len(group),
-                    "mean": sum(acc) / len(acc),
-                    "min": min(acc),
-                    "max": max(acc),
-                    "params": group[0]["params"],
-                    "merge_params": group[0]["merge_params"],
-                }
-            )
-    return rows

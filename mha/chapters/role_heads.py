@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 
 from ..attention import merge_heads
-from .merging import MergedMultiHeadAttention, check_merge, mix_heads
+from .merging import MERGES, MergedMultiHeadAttention, check_merge, mix_heads
 
 #: Words of the hand-built example; a token vector is [one-hot word (4) | one-hot position (3) | 0].
 ROLE_VOCAB = ("cat", "chases", "mouse", "dog")
@@ -50,8 +50,12 @@ def role_heads_example(merge: str = "concat") -> MergedMultiHeadAttention:
     head 2's word); the others' W_up copies the mixed word one-hot into features 0-3. Weighted:
     softmax weights (0.75, 0.25). Gated: the word "chases" pushes the gate towards head 1
     (logits +1.5 / -1.5, weights 0.953 / 0.047); every other word gets (0.5, 0.5).
+    Built for the four merges of :data:`mha.chapters.merging.MERGES` (the low-rank control of the
+    experiment has no hand-built version).
     """
     check_merge(merge)
+    if merge not in MERGES:
+        raise ValueError(f"the hand-built example covers the merges {MERGES}, found {merge!r}")
     m = MergedMultiHeadAttention(8, 2, merge)
     with torch.no_grad():
         for p in m.parameters():

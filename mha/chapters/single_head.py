@@ -7,6 +7,14 @@ noun came first, so "cat chases mouse" and "mouse chases cat" become indistingui
 
 The value vectors are one-hot on two features, "cat" and "mouse", so every output can be read
 off by eye: the output *is* the pair of weights, ``[split, 1 - split]`` or its mirror image.
+
+The uneven split works only because the keys carry **positions**: the head can give "the first
+word" more weight whatever that word is. :func:`content_only` takes positions away (the keys are
+the words themselves): the weights then follow the words, and the verb gets the same vector in
+both sentences whatever the weights. That is permutation equivariance (:func:`permutation_gap`):
+without positional information, permuting the tokens only permutes the outputs.
+
+Exercises: :func:`check_split` and :func:`check_content_only` check a reader's answers.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import math
 import torch
 
 from ..attention import scaled_dot_product_attention
+from .answers import Verdict, Report, close, read_numbers
 
 #: The two sentences compared: the same words, the roles swapped.
 SENTENCE = ("cat", "chases", "mouse")
@@ -78,6 +87,57 @@ def two_sentences(split: float) -> dict:
     }
 
 
+def content_only(prefer_cat: float, words=SENTENCE):
+    """The verb's head when the keys carry the words but no positions.
+
+    Key j is the one-hot vector of word j's identity (cat, chases, mouse), so the verb's query can
+    only prefer a *word*: it scores "cat" ``log(p / (1 - p))`` higher than "mouse" (``p`` =
+    ``prefer_cat``), and the mask hides the verb itself. Values as in :func:`verb_attention`.
+
+    Shapes:
+        returns output (T, 2) float64 and weights (T, T), T = 3.
+    """
+    p = min(max(_check_split(prefer_cat), 1e-12), 1.0 - 1e-12)
+    vocab = ("cat", "chases", "mouse")
+    keys = torch.tensor([[float(w == v) for v in vocab] for w in words], dtype=torch.float64)  # (T, 3)
+    query = torch.zeros(len(vocab), dtype=torch.float64)
+    query[0] = math.log(p / (1.0 - p))  # the verb prefers the word "cat", wherever it stands
+    queries = 50.0 * keys  # (T, 3): other tokens look at their own word
+    queries[QUERY] = query
+    mask = torch.ones(len(words), len(words), dtype=torch.bool)  # True = may attend
+    mask[QUERY, QUERY] = False
+    values = torch.tensor([VALUES[w] for w in words], dtype=torch.float64)  # (T, 2)
+    return scaled_dot_product_attention(queries, keys, values, mask, scale=1.0)  # (T, 2), (T, T)
+
+
+def permutation_gap(seed: int = 0, *, positions: bool = False, seq_len: int = 5, d_model: int = 8) -> float:
+    """Largest difference between ``attention(P x)`` and ``P attention(x)`` for a random permutation P.
+
+    One head with random W_Q, W_K, W_V (float64, drawn from ``seed``) on random tokens ``x``
+    (T, D), no mask. Without positional information the gap is at rounding level (about 1e-16):
+    self-attention is permutation-equivariant. With ``positions=True`` a fixed position vector is
+    added to each *slot* before attention (as an embedding layer does), and the gap is of order 1.
+    """
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(seq_len, d_model, generator=gen, dtype=torch.float64)  # (T, D)
+    w_q, w_k, w_v = (torch.randn(d_model, d_model, generator=gen, dtype=torch.float64) for _ in range(3))
+    pos = (
+        torch.randn(seq_len, d_model, generator=gen, dtype=torch.float64)
+        if positions
+        else torch.zeros(seq_len, d_model, dtype=torch.float64)
+    )
+    perm = torch.randperm(seq_len, generator=gen)
+    while torch.equal(perm, torch.arange(seq_len)):  # a permutation that moves something
+        perm = torch.randperm(seq_len, generator=gen)
+
+    def attend(tokens):
+        h = tokens + pos  # (T, D): the position vector belongs to the slot, not to the token
+        out, _ = scaled_dot_product_attention(h @ w_q, h @ w_k, h @ w_v)  # (T, D)
+        return out
+
+    return (attend(x[perm]) - attend(x)[perm]).abs().max().item()
+
+
 def split_alt(split: float = 0.5) -> str:
     """Alt text of :func:`mha.viz.single_head.render_split`'s figure."""
     r = two_sentences(split)
@@ -108,3 +168,128 @@ RELATION_SENTENCES = {
     ),
 }
 RELATION_KINDS = ("subject", "object", "coreference", "modifier", "cause", "previous word")
+
+
+# --------------------------------------------------------------------------------------------
+# Exercises
+# --------------------------------------------------------------------------------------------
+
+
+def _check_pair(report, part, mine, expected, slips) -> None:
+    """Mark ``part`` right, or wrong with the hint of the first slip that matches."""
+    if close(mine, expected, 1e-3):
+        report.right(part)
+        return
+    for wrong, hint in slips:
+        if close(mine, wrong, 1e-3):
+            report.wrong(part, f"{mine.tolist()} is not it", hint)
+            return
+    report.wrong(part, f"{mine.tolist()} is not it", "the output is sum_j a_j v_j: weight times value vector, added up")
+
+
+def check_split(split, output=None, output_swapped=None, distance=None) -> Verdict:
+    """Check exercise 1: the verb's output in both sentences, and their distance, for a split.
+
+    Args:
+        split: the weight on the first word, a number in [0, 1].
+        output: the verb's output (2 numbers: "cat" and "mouse" features) in "cat chases mouse".
+        output_swapped: the same in "mouse chases cat".
+        distance: the Euclidean distance between the two.
+
+    Returns:
+        :class:`mha.chapters.answers.Verdict` (prints as a report). Malformed input gives a
+        message in the report, never an exception.
+    """
+    report = Report(f"split s = {split!r}")
+    s, problem = read_numbers("split", split, ())
+    if problem or not 0.0 <= float(s) <= 1.0:
+        report.wrong("split", problem or f"must lie in [0, 1], found {float(s)}", "s is a weight: between 0 and 1")
+        return report.done()
+    s = float(s)
+    r = two_sentences(s)
+    for part, value, expected, other in (
+        ("output", output, r["output"], r["output_swapped"]),
+        ("output_swapped", output_swapped, r["output_swapped"], r["output"]),
+    ):
+        if value is None:
+            report.skipped(part)
+            continue
+        mine, problem = read_numbers(part, value, (2,))
+        if problem:
+            report.wrong(part, problem, "give two numbers: the 'cat' feature, then the 'mouse' feature")
+            continue
+        slips = [
+            (other, "that is the other sentence's vector: s is the weight on the *first* word, whichever noun it is"),
+            (torch.tensor([0.5, 0.5]), "0.5 / 0.5 is the even split; here the first word gets s"),
+            (torch.tensor([s, s]), "each noun's value is one-hot: the 'cat' feature gets cat's weight only"),
+        ]
+        _check_pair(report, part, mine, expected, slips)
+    if distance is None:
+        report.skipped("distance")
+    else:
+        d, problem = read_numbers("distance", distance, ())
+        gap = abs(2 * s - 1)
+        if problem:
+            report.wrong("distance", problem, "give one number")
+        elif close(d, r["distance"], 1e-3):
+            report.right("distance")
+        elif gap > 0 and close(d, gap, 1e-3):
+            report.wrong(
+                "distance",
+                f"{float(d):.4f} is not it",
+                "that is the gap in one feature; both features differ by it: sqrt(2) times",
+            )
+        elif gap > 0 and close(d, 2 * gap, 1e-3):
+            report.wrong(
+                "distance",
+                f"{float(d):.4f} is not it",
+                "that sums the absolute gaps (L1); Euclidean: the root of the sum of squares",
+            )
+        elif gap > 0 and close(d, 2 * gap**2, 1e-3):
+            report.wrong("distance", f"{float(d):.4f} is not it", "that is the squared distance: take its square root")
+        else:
+            report.wrong(
+                "distance", f"{float(d):.4f} is not it", "subtract the two vectors, square, add, take the root"
+            )
+    return report.done()
+
+
+def check_content_only(prefer_cat, output=None, output_swapped=None) -> Verdict:
+    """Check exercise 2: the verb's output in both sentences when the keys carry no positions.
+
+    Args:
+        prefer_cat: the verb's weight on the word "cat" (a number in [0, 1]).
+        output, output_swapped: the verb's output in "cat chases mouse" and "mouse chases cat"
+            (2 numbers each: "cat" and "mouse" features).
+
+    Returns:
+        :class:`mha.chapters.answers.Verdict`; malformed input gives a message, never an exception.
+    """
+    report = Report(f"content-only keys, weight on 'cat' = {prefer_cat!r}")
+    p, problem = read_numbers("prefer_cat", prefer_cat, ())
+    if problem or not 0.0 <= float(p) <= 1.0:
+        report.wrong("prefer_cat", problem or f"must lie in [0, 1], found {float(p)}", "it is a weight: in [0, 1]")
+        return report.done()
+    p = float(p)
+    expected = content_only(p, SENTENCE)[0][QUERY]
+    positional = two_sentences(p)
+    for part, value, by_position in (
+        ("output", output, positional["output"]),
+        ("output_swapped", output_swapped, positional["output_swapped"]),
+    ):
+        if value is None:
+            report.skipped(part)
+            continue
+        mine, problem = read_numbers(part, value, (2,))
+        if problem:
+            report.wrong(part, problem, "give two numbers: the 'cat' feature, then the 'mouse' feature")
+            continue
+        slips = [
+            (
+                by_position,
+                "that is the answer with positions in the keys; here the weight follows the word cat wherever it is",
+            ),
+            (torch.tensor([1 - p, p]), "the weight p is on cat, so the 'cat' feature gets p"),
+        ]
+        _check_pair(report, part, mine, expected, slips)
+    return report.done()

@@ -17,6 +17,9 @@ function on the fast path.
 
 **Training** (:func:`train_and_evaluate`): Adam on minibatches, then held-out accuracy.
 Everything trains on the CPU, with local seeds and one thread, so a run is reproducible bit for bit.
+A run can also record a **learning curve**: training and held-out accuracy at ``checkpoints``
+(step counts). Evaluating draws no random numbers and changes no weight, so the point at step ``s``
+of a long run is exactly what a run of ``s`` steps returns: one run gives every budget.
 
 The experiments built on it: :mod:`mha.chapters.head_count` (chapter 1) and
 :mod:`mha.chapters.merging` (chapter 5).
@@ -296,6 +299,36 @@ def token_labels(tokens) -> list[str]:
     return [f"{t}:{chr(ord('a') + int(v))}" for t, v in enumerate(tokens)]
 
 
+def check_checkpoints(checkpoints, steps: int) -> tuple[int, ...]:
+    """Return ``checkpoints`` as sorted distinct ints in ``1..steps``, else raise naming them."""
+    try:
+        points = tuple(sorted({check_positive_int("checkpoint", c) for c in checkpoints}))
+    except TypeError as exc:
+        raise TypeError(f"checkpoints must be step counts (positive ints), found {checkpoints!r}: {exc}") from None
+    if points and points[-1] > steps:
+        raise ValueError(f"checkpoints must not exceed steps ({steps}), found {points[-1]}")
+    return points
+
+
+def snapshot(model: RelationModel, task: Task, step: int) -> dict:
+    """One point of a learning curve: the model's accuracy after ``step`` steps.
+
+    Returns:
+        dict with ``steps``, ``accuracy`` and ``loss`` (held-out), ``relation_accuracy`` (held-out,
+        K floats), ``train_accuracy`` and ``train_loss`` (on the first ``NUM_TEST`` training sequences).
+    """
+    test = evaluate(model, task.test_x, task.test_y)
+    train = evaluate(model, task.train_x[:NUM_TEST], task.train_y[:NUM_TEST])
+    return {
+        "steps": step,
+        "accuracy": test["accuracy"],
+        "loss": test["loss"],
+        "relation_accuracy": test["relation_accuracy"],
+        "train_accuracy": train["accuracy"],
+        "train_loss": train["loss"],
+    }
+
+
 def train_and_evaluate(
     model: RelationModel,
     task: Task,
@@ -304,26 +337,34 @@ def train_and_evaluate(
     seed: int = 0,
     batch_size: int = BATCH_SIZE,
     lr: float = LEARNING_RATE,
+    checkpoints=(),
     show_progress: bool = False,
 ) -> dict:
     """Train ``model`` on ``task.train_*`` with Adam (on the CPU, one thread) and test it.
 
     Minibatches are drawn with a local generator seeded by ``seed``; the same model, task and seed
-    give the same numbers bit for bit. The model is trained in place.
+    give the same numbers bit for bit. The model is trained in place. ``checkpoints`` (step counts
+    up to ``steps``) adds a learning curve: the point at step ``s`` equals the result of training
+    for ``s`` steps (evaluation neither draws random numbers nor changes the weights).
 
     Returns:
         dict with ``accuracy`` (held-out, all K answers right), ``relation_accuracy`` (K floats),
         ``loss`` (held-out), ``train_accuracy``, ``params`` (whole model), ``attention_params``,
-        ``num_heads``, ``example_tokens`` (T,) int64 (the first test sequence), ``example_labels``
+        ``num_heads``, ``steps``, ``lr``, ``curve`` (one :func:`snapshot` dict per checkpoint, in
+        order), ``example_tokens`` (T,) int64 (the first test sequence), ``example_labels``
         (T strings) and ``example_weights`` (H, T, T) float64: each head's map on that sequence.
     """
     steps = check_positive_int("steps", steps)
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < 1:
+        raise ValueError(f"lr must be a number in (0, 1), found {lr!r}")
+    points = set(check_checkpoints(checkpoints, steps))
     gen = torch.Generator().manual_seed(seed)
     bar = _progress(steps, show_progress)
+    curve = []
     with one_thread():
         optimizer = torch.optim.Adam(model.parameters(), lr=lr)
         model.train()
-        for _ in range(steps):
+        for step in range(1, steps + 1):
             idx = torch.randint(task.train_x.shape[0], (batch_size,), generator=gen)  # (B,)
             logits, _ = model(task.train_x[idx])  # (B, T, K, V)
             loss = F.cross_entropy(
@@ -332,6 +373,8 @@ def train_and_evaluate(
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+            if step in points:
+                curve.append(snapshot(model, task, step))
             if bar is not None:
                 bar.update()
         if bar is not None:
@@ -344,8 +387,34 @@ def train_and_evaluate(
         params=count_params(model),
         attention_params=count_params(model.attention),
         num_heads=int(weights.shape[0]),
+        steps=steps,
+        lr=float(lr),
+        curve=curve,
         example_tokens=example.clone(),
         example_labels=token_labels(example),
         example_weights=weights,
     )
     return result
+
+
+# --------------------------------------------------------------------------------------------
+# Over seeds
+# --------------------------------------------------------------------------------------------
+
+#: A run counts as having solved the task when at least this fraction of positions is right.
+SOLVED = 0.99
+
+
+def spread(values) -> dict:
+    """Over seeds: ``median``, ``min``, ``max``, ``values`` (as given) and ``solved`` (how many reach
+    :data:`SOLVED`)."""
+    ordered = sorted(float(v) for v in values)
+    n = len(ordered)
+    median = ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+    return {
+        "median": median,
+        "min": ordered[0],
+        "max": ordered[-1],
+        "values": [float(v) for v in values],
+        "solved": sum(v >= SOLVED for v in ordered),
+    }

@@ -1,6 +1,7 @@
-"""Chapter 1's figures: each head's attention map, and accuracy against the number of heads.
+"""Chapter 1's figures: each head's attention map, accuracy against the number of heads, the grid
+of (relations, heads), and learning curves (accuracy against training steps).
 
-The numbers come from :mod:`mha.chapters.head_count` (the cached grid).
+The numbers come from :mod:`mha.chapters.head_count` (the cached grid and curves).
 """
 
 from __future__ import annotations
@@ -10,15 +11,17 @@ import math
 import matplotlib.pyplot as plt
 
 from ..chapters.head_count import (
+    CURVE_SETTINGS,
     DEFAULT_RELATIONS,
     GRID_HEADS,
     GRID_SEEDS,
     READOUT_NAMES,
+    cached_curves,
     cached_maps,
     cached_run,
     grid_summary,
 )
-from .plotting import plot_heads
+from .plotting import head_color, plot_heads
 
 
 def render_head_maps(num_heads: int = 2, seed: int = 0):
@@ -67,28 +70,86 @@ def plot_accuracy_vs_heads(num_relations: int = DEFAULT_RELATIONS, *, ax=None):
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("number of heads h (same d_model, same parameters)")
     ax.set_ylabel("held-out accuracy (all k answers right)")
-    ax.set_title(f"Copying k = {num_relations} tokens at once")
+    ax.set_title(f"Copying k = {num_relations} tokens at once, after 1,500 steps")
     ax.legend(loc="lower right")
     return ax.figure
 
 
 def plot_grid(readout: str = "mlp", *, ax=None):
-    """Heatmap of mean held-out accuracy, rows = relations k, columns = heads h."""
+    """Heatmap of mean held-out accuracy after 1,500 steps, rows = relations k, columns = heads h."""
     summary = grid_summary(readout)
     relations = sorted({k for k, _ in summary})
     heads = sorted({h for _, h in summary})
     grid = [[summary[(k, h)]["mean"] for h in heads] for k in relations]
     if ax is None:
-        _, ax = plt.subplots(figsize=(4.2, 3.6))
+        _, ax = plt.subplots(figsize=(5.0, 4.2))
     ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
     for i, row in enumerate(grid):
         for j, value in enumerate(row):
-            ax.text(
-                j, i, f"{value:.2f}", ha="center", va="center", fontsize=8, color="black" if value > 0.6 else "white"
-            )
-    ax.set_xticks(range(len(heads)), [str(h) for h in heads])
-    ax.set_yticks(range(len(relations)), [str(k) for k in relations])
-    ax.set_xlabel("heads h")
-    ax.set_ylabel("relations k")
-    ax.set_title(f"mean accuracy, {READOUT_NAMES[readout]} readout")
+            color = "black" if value > 0.6 else "white"
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=12, color=color)
+    ax.set_xticks(range(len(heads)), [str(h) for h in heads], fontsize=11)
+    ax.set_yticks(range(len(relations)), [str(k) for k in relations], fontsize=11)
+    ax.set_xlabel("heads h", fontsize=12)
+    ax.set_ylabel("relations k", fontsize=12)
+    seeds = max(s["seeds"] for s in summary.values())
+    ax.set_title(f"{READOUT_NAMES[readout]} readout: mean over {seeds} seed{'s' if seeds > 1 else ''}", fontsize=12)
     return ax.figure
+
+
+def plot_grids():
+    """Both readouts' grids side by side, large enough to read at page width. Returns the figure."""
+    fig, axes = plt.subplots(1, 2, figsize=(11.0, 4.6))
+    for ax, readout in zip(axes, ("mlp", "linear")):
+        plot_grid(readout, ax=ax)
+    fig.suptitle("Held-out accuracy after 1,500 steps (all k answers right)", fontsize=13)
+    fig.tight_layout()
+    return fig
+
+
+def plot_learning_curves(num_relations: int = DEFAULT_RELATIONS, *, readout: str = "mlp", heads=None, ax=None):
+    """Held-out accuracy against training steps for every cached number of heads at ``k``: each
+    seed a thin line, the median over seeds a thick one, the median training accuracy dashed (one
+    colour per number of heads). Returns the figure."""
+    if heads is None:
+        heads = [h for (r, k, h) in CURVE_SETTINGS if (r, k) == (readout, num_relations)]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6.5, 4.2))
+    for h in heads:
+        runs = cached_curves(h, num_relations=num_relations, readout=readout)
+        color = head_color(GRID_HEADS.index(h) if h in GRID_HEADS else h)
+        for run in runs:
+            steps = [p["steps"] for p in run["curve"]]
+            ax.plot(steps, [p["accuracy"] for p in run["curve"]], color=color, lw=0.8, alpha=0.45)
+        budgets = sorted({p["steps"] for run in runs for p in run["curve"]})
+        for key, style in (("accuracy", "-"), ("train_accuracy", "--")):
+            medians = []
+            for b in budgets:
+                values = sorted(p[key] for run in runs for p in run["curve"] if p["steps"] == b)
+                n = len(values)
+                medians.append(values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2)
+            label = f"h = {h}" if key == "accuracy" else None
+            ax.plot(budgets, medians, style, color=color, lw=2.4 if key == "accuracy" else 1.6, label=label)
+    ax.set_xscale("log")
+    ticks = [250, 1500, 6000, 24_000]
+    ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
+    ax.minorticks_off()
+    ax.axvline(1500, color="#999999", lw=1, ls=":")
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("training steps (log scale; dotted: 1,500)", fontsize=11)
+    ax.set_ylabel("accuracy (all k answers right)", fontsize=11)
+    ax.set_title(f"k = {num_relations} relations, {READOUT_NAMES[readout]} readout", fontsize=12)
+    ax.legend(loc="center right", bbox_to_anchor=(1.0, 0.62), fontsize=10, title="heads")
+    return ax.figure
+
+
+def plot_curve_panels(panels=(("mlp", 4), ("mlp", 6))):
+    """Learning curves side by side, one panel per ``(readout, k)``. Returns the figure."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.6), sharey=True, squeeze=False)
+    for ax, (readout, k) in zip(axes[0], panels):
+        plot_learning_curves(k, readout=readout, ax=ax)
+    for ax in axes[0][1:]:
+        ax.set_ylabel("")
+    fig.suptitle("Accuracy against training steps: each seed (thin), median held-out (thick), median train (dashed)")
+    fig.tight_layout()
+    return fig

@@ -1,6 +1,8 @@
-"""Chapter 5's figures: the hand-built two-role example under each merge, and the merge sweep.
+"""Chapter 5's figures: the hand-built two-role example under each merge, and the merge sweeps
+(learning curves per merge, the learning-rate sweep, accuracy against parameters).
 
-The numbers come from :mod:`mha.chapters.merging` and :mod:`mha.chapters.role_heads`.
+The numbers come from :mod:`mha.chapters.merging`, :mod:`mha.chapters.merge_training` and
+:mod:`mha.chapters.role_heads`.
 """
 
 from __future__ import annotations
@@ -9,20 +11,25 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..chapters.merging import MERGES
+from ..chapters.merge_training import at_budget, select
+from ..chapters.merging import STRATEGIES
 from ..chapters.role_heads import ROLE_VOCAB, merge_example
 from .plotting import head_color
+
+#: One colour and marker per merge strategy, in every figure of the chapter.
+STRATEGY_COLORS = dict(zip(STRATEGIES, ("#0072B2", "#56B4E9", "#E69F00", "#009E73", "#CC79A7")))
+STRATEGY_MARKERS = dict(zip(STRATEGIES, ("o", "v", "s", "^", "D")))
 
 
 def _heatmap(ax, values, rows, cols, title, color):
     cmap = matplotlib.colors.LinearSegmentedColormap.from_list("m", ["#ffffff", color])
     ax.imshow(np.asarray(values), cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")
-    ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right")
-    ax.set_yticks(range(len(rows)), rows)
-    ax.set_title(title)
+    ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right", fontsize=11)
+    ax.set_yticks(range(len(rows)), rows, fontsize=11)
+    ax.set_title(title, fontsize=12)
     for (i, j), v in np.ndenumerate(np.asarray(values)):
         if abs(v) >= 0.005:
-            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white" if v > 0.6 else "black")
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=10, color="white" if v > 0.6 else "black")
 
 
 def plot_merge_example(merge: str, sentence: str):
@@ -32,11 +39,11 @@ def plot_merge_example(merge: str, sentence: str):
     words, heads = ex["words"], ex["heads"]
     merged = ex["merged"]
     wide = merge == "concat"
-    fig, axes = plt.subplots(1, 3, figsize=(11.0, 3.4), gridspec_kw={"width_ratios": [1, 1, 2 if wide else 1.2]})
-    roles = ("head 1: looks one word back", "head 2: looks one word ahead")
+    fig, axes = plt.subplots(1, 3, figsize=(12.5, 4.4), gridspec_kw={"width_ratios": [1, 1, 2 if wide else 1.2]})
+    roles = ("head 1: one word back", "head 2: one word ahead")
     for h, ax in enumerate(axes[:2]):
         _heatmap(ax, heads[h], words, ROLE_VOCAB, roles[h], head_color(h))
-    axes[0].set_ylabel("token (query)")
+    axes[0].set_ylabel("token (query)", fontsize=11)
     if wide:
         cols = [f"h1:{w}" for w in ROLE_VOCAB] + [f"h2:{w}" for w in ROLE_VOCAB]
         title = "concat: heads side by side"
@@ -47,34 +54,110 @@ def plot_merge_example(merge: str, sentence: str):
         title = f"{merge}: heads summed"
     _heatmap(axes[2], merged, words, cols, title, "#555555")
     for ax in axes:
-        ax.set_xlabel("feature (word)")
-    fig.suptitle(f"'{sentence}', merge = {merge}")
+        ax.set_xlabel("feature (word)", fontsize=11)
+    fig.suptitle(f"'{sentence}', merge = {merge}", fontsize=13)
     # Fixed margins instead of tight_layout(): the explorer redraws this figure on every change.
-    fig.subplots_adjust(left=0.08, right=0.99, bottom=0.3, top=0.8, wspace=0.55 if wide else 0.7)
+    fig.subplots_adjust(left=0.08, right=0.99, bottom=0.27, top=0.84, wspace=0.5 if wide else 0.75)
     return fig
 
 
-def plot_merge_results(runs: list[dict], *, ax=None):
-    """Held-out accuracy against the model's parameters, one marker per run, one panel per task
-    (colour = strategy). Returns the figure."""
-    tasks = sorted({r["num_relations"] for r in runs}, reverse=True)
-    if ax is None:
-        fig, axes = plt.subplots(1, len(tasks), figsize=(4.5 * len(tasks), 3.6), sharey=True, squeeze=False)
-        axes = axes[0]
-    else:
-        axes = [ax]
-    markers = {"concat": "o", "average": "s", "weighted": "^", "gated": "D"}
-    for ax_, k in zip(axes, tasks):
-        for i, strategy in enumerate(MERGES):
-            group = [r for r in runs if r["num_relations"] == k and r["strategy"] == strategy]
-            xs = [r["params"] for r in group]
-            ys = [r["accuracy"] for r in group]
-            ax_.scatter(xs, ys, color=head_color(i), marker=markers[strategy], label=strategy, alpha=0.8)
-        ax_.set_title(f"{k} relations per token")
-        ax_.set_xlabel("parameters (whole model)")
-        ax_.set_ylim(-0.05, 1.05)
-    axes[0].set_ylabel("held-out accuracy (all answers right)")
-    axes[-1].legend(loc="lower right", title="merge")
-    fig = axes[0].figure
+def plot_merge_curves(runs: list[dict], sweep: str = "main", *, lr=None):
+    """One panel per strategy: held-out accuracy against training steps, each seed a thin line,
+    the median over seeds a thick one, the median training accuracy dashed. Returns the figure."""
+    fig, axes = plt.subplots(2, 3, figsize=(12.0, 7.0), sharex=True, sharey=True)
+    for ax, strategy in zip(axes.flat, STRATEGIES):
+        group = select(runs, sweep, strategy=strategy, lr=lr)
+        color = STRATEGY_COLORS[strategy]
+        budgets = [p["steps"] for p in group[0]["curve"]]
+        for run in group:
+            ax.plot(budgets, [p["accuracy"] for p in run["curve"]], color=color, lw=0.9, alpha=0.5)
+        for key, style, width, label in (
+            ("accuracy", "-", 2.6, "held-out, median"),
+            ("train_accuracy", "--", 1.6, "train, median"),
+        ):
+            values = np.array([[p[key] for p in run["curve"]] for run in group])  # (seeds, budgets)
+            ax.plot(
+                budgets,
+                np.median(values, axis=0),
+                style,
+                color="black" if key != "accuracy" else color,
+                lw=width,
+                label=label,
+            )
+        ax.set_xscale("log")
+        ax.set_title(f"{strategy} ({group[0]['params']:,} parameters)", fontsize=12)
+        ax.axvline(1500, color="#999999", lw=1, ls=":")
+        ax.set_ylim(-0.03, 1.03)
+    ticks = [250, 1500, 6000, 12_000]
+    for ax in (*axes[-1][:2], axes[0, 2]):  # the bottom panel of each column
+        ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
+        ax.minorticks_off()
+        ax.tick_params(labelbottom=True)
+        ax.set_xlabel("training steps (log scale)", fontsize=11)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("accuracy (all 4 answers right)", fontsize=11)
+    axes[0, 0].legend(loc="lower right", fontsize=9)
+    last = axes.flat[-1]
+    last.axis("off")
+    legend = (
+        "thin lines: one seed each (held-out)\nthick line: median held-out\ndashed: median on the training set\n"
+        "dotted vertical: 1,500 steps"
+    )
+    last.text(0.0, 0.5, legend, transform=last.transAxes, fontsize=11, va="center")
+    fig.suptitle("Four relations, d_model = 32, 4 heads: accuracy against training steps, per merge", fontsize=13)
     fig.tight_layout()
     return fig
+
+
+def plot_lr_sweep(runs: list[dict], steps: int = 6000):
+    """Held-out accuracy at ``steps`` against the learning rate, one marker per seed, per strategy
+    (the main sweep's seeds 0-2 at the default rate, the ``"lr"`` sweep at the others). Returns the figure."""
+    fig, ax = plt.subplots(figsize=(8.0, 4.2))
+    lrs = sorted({r["lr"] for r in runs if r["sweep"] in ("main", "lr")})
+    seeds = sorted({r["seed"] for r in runs if r["sweep"] == "lr"})
+    for i, strategy in enumerate(STRATEGIES):
+        for j, lr in enumerate(lrs):
+            sweep = "lr" if any(r["sweep"] == "lr" and r["lr"] == lr for r in runs) else "main"
+            rows = [r for r in at_budget(runs, steps, sweep, strategy=strategy, lr=lr) if r["seed"] in seeds]
+            x = j + (i - 2) * 0.13
+            ax.scatter(
+                [x] * len(rows),
+                [r["accuracy"] for r in rows],
+                color=STRATEGY_COLORS[strategy],
+                marker=STRATEGY_MARKERS[strategy],
+                s=36,
+                alpha=0.85,
+                label=strategy if j == 0 else None,
+            )
+    ax.set_xticks(range(len(lrs)), [f"{lr:g}" for lr in lrs], fontsize=11)
+    ax.set_xlabel("Adam learning rate", fontsize=11)
+    ax.set_ylabel("held-out accuracy", fontsize=11)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_title(f"After {steps:,} steps, seeds {seeds[0]}-{seeds[-1]} (one marker per seed)", fontsize=12)
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=10, title="merge")
+    fig.tight_layout()
+    return fig
+
+
+def plot_merge_results(runs: list[dict], steps: int, sweep: str = "main", *, ax=None):
+    """Held-out accuracy at ``steps`` against the whole model's parameters, one marker per seed;
+    the x axis starts at zero, so the parameter gaps look as large as they are. Returns the figure."""
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7.0, 4.0))
+    for strategy in STRATEGIES:
+        rows = at_budget(runs, steps, sweep, strategy=strategy)
+        ax.scatter(
+            [r["params"] for r in rows],
+            [r["accuracy"] for r in rows],
+            color=STRATEGY_COLORS[strategy],
+            marker=STRATEGY_MARKERS[strategy],
+            label=strategy,
+            alpha=0.8,
+        )
+    ax.set_xlim(0, 1.1 * max(r["params"] for r in runs))
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlabel("parameters (whole model)", fontsize=11)
+    ax.set_ylabel("held-out accuracy", fontsize=11)
+    ax.set_title(f"Four relations, after {steps:,} steps (one marker per seed)", fontsize=12)
+    ax.legend(loc="center left", fontsize=9, title="merge")
+    return ax.figure

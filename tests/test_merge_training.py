@@ -1,0 +1,186 @@
+"""Chapter 5's experiment (learning curves, sweeps, the cached results) and its exercise checkers."""
+
+import pytest
+import torch
+
+from mha import provenance, viz
+from mha.chapters import merge_exercises as X
+from mha.chapters import merge_training as M
+from mha.chapters import merging
+from mha.chapters import task as relation_task
+from mha.chapters.merging import STRATEGIES
+
+# ---------------------------------------------------------------- the experiment
+
+
+def test_merge_experiment_is_deterministic():
+    a = M.merge_experiment("gated", seed=1, num_relations=1, steps=5)
+    b = M.merge_experiment("gated", seed=1, num_relations=1, steps=5)
+    assert a == b
+    assert a["merge_params"] == merging.merge_params(32, 4, "gated")
+    assert a["params"] - M.merge_experiment("concat", seed=1, num_relations=1, steps=1)["params"] == (
+        merging.merge_params(32, 4, "gated") - merging.merge_params(32, 4, "concat")
+    )
+    with pytest.raises(ValueError, match="merge must be one of"):
+        M.merge_experiment("max")
+
+
+@pytest.mark.parametrize("strategy", ["concat_lowrank", "average"])
+def test_a_curve_point_is_the_shorter_run(strategy):
+    """One long run gives every budget: its point at s steps is a run of s steps, bit for bit."""
+    long = M.merge_experiment(strategy, seed=2, num_relations=2, steps=30, checkpoints=(10, 30))
+    short = M.merge_experiment(strategy, seed=2, num_relations=2, steps=10)
+    assert [p["steps"] for p in long["curve"]] == [10, 30]
+    point = long["curve"][0]
+    assert point["accuracy"] == short["accuracy"] and point["train_accuracy"] == short["train_accuracy"]
+    assert point["relation_accuracy"] == short["relation_accuracy"]
+    assert long["curve"][1]["accuracy"] == long["accuracy"] and long["lr"] == relation_task.LEARNING_RATE
+
+
+def test_learning_rate_reaches_the_optimiser():
+    a = M.merge_experiment("concat", seed=0, num_relations=1, steps=20, lr=1e-3, checkpoints=(20,))
+    b = M.merge_experiment("concat", seed=0, num_relations=1, steps=20, lr=1e-2, checkpoints=(20,))
+    assert a["lr"] == 1e-3 and b["lr"] == 1e-2 and a["curve"][0]["loss"] != b["curve"][0]["loss"]
+
+
+def test_bottleneck_matched_control_has_the_parameters_of_the_issue():
+    params = {s: M.merge_experiment(s, seed=0, steps=1)["params"] for s in STRATEGIES}
+    assert params["concat_lowrank"] == 6_720 and params["average"] == 6_464 and params["concat"] == 7_232
+    assert params["concat_lowrank"] - params["average"] == 32 * 8  # the learned W_down
+
+
+def test_sweep_runs():
+    runs = M.sweep_runs()
+    assert len(runs) == 5 * 5 + 2 * 5 * 3 + 5 * 5
+    assert len({M.run_key(r) for r in runs}) == len(runs)
+    assert {r["strategy"] for r in runs} == set(STRATEGIES)
+
+
+# ---------------------------------------------------------------- the cached sweeps
+
+
+@pytest.fixture(scope="module")
+def runs():
+    return M.load_merge_results()
+
+
+def test_cache_is_complete_and_consistent(runs):
+    expected = {M.run_key(r): r for r in M.sweep_runs()}
+    assert {M.run_key(r) for r in runs} == set(expected) and len(runs) == len(expected)
+    for run in runs:
+        budgets = [p["steps"] for p in run["curve"]]
+        assert budgets == [s for s in M.CHECKPOINTS if s <= expected[M.run_key(run)]["steps"]]
+        assert run["curve"][-1]["accuracy"] == run["accuracy"] and run["steps"] == budgets[-1]
+        assert run["params"] == M.merge_experiment(run["strategy"], steps=1)["params"] or run["num_relations"] != 4
+    record = provenance.of("merge_results.json")
+    assert record["settings"]["checkpoints"] == list(M.CHECKPOINTS)
+
+
+def test_cache_matches_a_fresh_run(runs):
+    """A fresh 1,500-step run of the cached sweep lands in its measured band."""
+    fresh = M.merge_experiment("concat", seed=0, num_relations=4)
+    cached = M.point_at(M.select(runs, strategy="concat")[0], 1500)
+    assert provenance.in_band("ch05.concat_seed0", fresh["accuracy"])
+    assert provenance.in_band("ch05.concat_seed0", cached["accuracy"])
+
+
+def test_summaries(runs):
+    summary = M.summarize(runs, 1500)
+    assert list(summary) == list(STRATEGIES)
+    for strategy, row in summary.items():
+        values = [M.point_at(r, 1500)["accuracy"] for r in M.select(runs, strategy=strategy)]
+        assert sorted(row["values"]) == sorted(values) and row["min"] == min(values) and row["max"] == max(values)
+        assert row["solved"] == sum(v >= relation_task.SOLVED for v in values)
+    table = M.format_table(runs, (1500, 12_000)).splitlines()
+    assert len(table) == 1 + 2 * len(STRATEGIES) and table[1].split()[:3] == ["concat", "7,232", "1,500"]
+    assert table[-1].split()[:3] == ["gated", f"{summary['gated']['params']:,}", "12,000"]
+    with pytest.raises(KeyError, match="has no point at 24000 steps"):
+        M.point_at(runs[0], 24_000)
+
+
+def test_spread_by_hand():
+    s = relation_task.spread([0.2, 1.0, 0.995, 0.5])
+    assert (s["median"], s["min"], s["max"], s["solved"]) == (0.7475, 0.2, 1.0, 2)
+    assert relation_task.spread([0.3])["median"] == 0.3
+
+
+def test_figures(runs):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for fig in (
+        viz.merging.plot_merge_curves(runs),
+        viz.merging.plot_lr_sweep(runs),
+        viz.merging.plot_merge_results(runs, 12_000),
+    ):
+        assert isinstance(fig, matplotlib.figure.Figure)
+        assert all(ax.get_title() for ax in fig.axes if ax.axison)
+        plt.close(fig)
+    fig = viz.merging.plot_merge_results(runs, 1500)
+    assert fig.axes[0].get_xlim()[0] == 0  # the x axis starts at zero
+    plt.close(fig)
+
+
+# ---------------------------------------------------------------- exercise checkers
+
+
+MALFORMED = ["seven", float("nan"), [1, 2], True]
+
+
+def test_check_merge_costs():
+    right = {"concat": 1_049_600, "average": 66_560, "concat_lowrank": 2 * 64 * 1024 + 1024}
+    assert X.check_merge_costs(**right).ok
+    r = X.check_merge_costs(concat=1024 * 1024)
+    assert not r.ok and r.first_error == "concat" and "bias" in repr(r)
+    r = X.check_merge_costs(average=0)
+    assert "source 004" in repr(r)
+    r = X.check_merge_costs(average=1024 * 1024 + 1024)
+    assert "d_k x d_model" in repr(r)
+    r = X.check_merge_costs(concat_lowrank=64 * 1024 + 1024)
+    assert "W_down" in repr(r)
+    assert "count every weight" in repr(X.check_merge_costs(average=12345))
+    for bad in MALFORMED:
+        r = X.check_merge_costs(average=bad)
+        assert not r.ok and r.first_error == "average" and ("must be a number" in repr(r) or "finite" in repr(r))
+    assert not X.check_merge_costs().ok and "nothing to check" in repr(X.check_merge_costs())
+
+
+def test_check_indistinguishable():
+    assert X.check_indistinguishable([[1, 0], [0, 1]], [[0, 0], [3, 1]]).ok
+    assert X.check_indistinguishable(torch.tensor([[1.0], [0.0]]), [[0.0], [3.0]]).ok
+    assert "same" in repr(X.check_indistinguishable([[1, 0], [0, 1]], [[1, 0], [0, 1]]))
+    assert "swapping" in repr(X.check_indistinguishable([[1, 0], [0, 1]], [[0, 1], [1, 0]]))
+    assert "they mix to" in repr(X.check_indistinguishable([[1, 0], [0, 1]], [[2, 0], [0, 1]]))
+    # the plain average is fooled by a swap
+    assert X.check_indistinguishable([[1, 0], [0, 1]], [[0, 1], [1, 0]], weights=(0.5, 0.5)).ok
+    for bad in ("ab", None, [[1, 0]], [[1, 0], [0, "x"]], [[1, float("nan")], [0, 1]]):
+        r = X.check_indistinguishable(bad, [[0, 0], [3, 1]])
+        assert not r.ok and "hint" in repr(r)
+    assert "shape (2, 2)" in repr(X.check_indistinguishable([[1, 0], [0, 1]], [[0, 1, 3], [1, 0, 3]]))
+
+
+def test_check_average_out_proj():
+    up = torch.tensor(X.EXERCISE_W_UP)
+    assert X.check_average_out_proj(torch.cat([up, up]) / 2).ok
+    assert X.check_average_out_proj((torch.cat([up, up]) / 2).tolist()).ok
+    assert "sum" in repr(X.check_average_out_proj(torch.cat([up, up])))
+    assert "nn.Linear layout" in repr(X.check_average_out_proj((torch.cat([up, up]) / 2).T))
+    assert "one *under* the other" in repr(X.check_average_out_proj(torch.cat([up, up], dim=1) / 2))
+    assert "same" in repr(X.check_average_out_proj(torch.cat([up, torch.zeros(2, 4)]) / 2))
+    for bad in ("W", float("nan"), [[float("nan")] * 4] * 4, [[1, 2], [3, 4]]):
+        r = X.check_average_out_proj(bad)
+        assert not r.ok and "w_o" in repr(r)
+
+
+def test_check_solved_merges(runs):
+    expected = [s for s, row in M.summarize(runs, 12_000).items() if row["solved"] >= 4]
+    assert X.check_solved_merges(expected, runs=runs).ok
+    early = [s for s, row in M.summarize(runs, 1500).items() if row["solved"] >= 4]
+    if set(early) != set(expected):
+        assert "1,500 steps" in repr(X.check_solved_merges(early, runs=runs))
+    assert "unknown merge 'mean'" in repr(X.check_solved_merges(["mean"], runs=runs))
+    for bad in ("concat", 3, None):
+        r = X.check_solved_merges(bad, runs=runs)
+        assert not r.ok and "list of merge names" in repr(r)
