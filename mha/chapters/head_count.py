@@ -26,7 +26,7 @@ import torch
 
 from ..counting import attention_params
 from . import DATA_DIR
-from .answers import Verdict, Report, read_int, read_numbers
+from .answers import Report, Verdict, read_int, read_numbers
 from .task import D_MODEL, LEARNING_RATE, STEPS, make_model, make_task, spread, token_labels, train_and_evaluate
 
 #: The number of relations of the chapter's main setting.

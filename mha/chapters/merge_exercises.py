@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from . import merge_training
-from .answers import Verdict, Report, close, read_numbers
+from .answers import Report, Verdict, close, read_numbers
 from .merging import STRATEGIES, merge_params, mix_heads
 
 #: Exercise 3's up-projection W_up (d_k = 2 rows, d_model = 4 columns, the formula's layout), h = 2.

@@ -24,7 +24,7 @@ import math
 import torch
 
 from ..attention import scaled_dot_product_attention
-from .answers import Verdict, Report, close, read_numbers
+from .answers import Report, Verdict, close, read_numbers
 
 #: The two sentences compared: the same words, the roles swapped.
 SENTENCE = ("cat", "chases", "mouse")
