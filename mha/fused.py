@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .attention import causal_mask, check_flag, intersect_masks
+
 
 class FusedLinear(torch.autograd.Function):
     """``x @ cat(W_1, ..., W_n)ᵀ + b`` that keeps the separate weights, not their concatenation,
@@ -70,19 +72,42 @@ def fused_qkv_projection(x: torch.Tensor, q_proj: nn.Linear, k_proj: nn.Linear, 
 
 
 def fused_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, *, dropout_p: float = 0.0
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
 ) -> torch.Tensor:
     """The output of :func:`mha.scaled_dot_product_attention` from PyTorch's fused kernel.
 
     The kernel never forms the (B, H, T, S) weights, so it does not return them: that is what
     saves the memory. ``mask``: bool, **True = may attend**, or additive float.
 
+    ``is_causal=True`` (top-left aligned, as in :func:`mha.scaled_dot_product_attention`) goes to
+    the kernel as a flag, not as a mask: on a GPU an explicit mask rules out the FlashAttention
+    backend, a causal flag does not. With a ``mask`` as well, the two are merged into one mask.
+
+    Grouped-query attention: ``k`` and ``v`` may have G heads for the H of ``q`` (H divisible by
+    G); query head i then reads key/value head i // (H / G) through ``enable_gqa=True``, without
+    a copy of K and V per query head.
+
     Shapes:
-        q (B, H, T, Dh), k/v (B, H, S, Dh), mask broadcastable to (B, H, T, S).
+        q (B, H, T, Dh), k/v (B, H or G, S, Dh), mask broadcastable to (B, H, T, S).
     Returns:
         context (B, H, T, Dh); a query whose keys are all masked gets the zero vector.
     """
-    context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (B, H, T, Dh)
+    if q.dim() < 3 or k.dim() < 3 or q.shape[-3] % k.shape[-3] != 0:
+        raise ValueError(
+            f"q's heads (dimension -3) must be a multiple of k's, found q {tuple(q.shape)} and k {tuple(k.shape)}"
+        )
+    if check_flag("is_causal", is_causal) and mask is not None:
+        causal = causal_mask(q.shape[-2], k.shape[-2], q.device, align="top-left")  # (T, S)
+        mask, is_causal = intersect_masks(mask, causal), False
+    context = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, enable_gqa=k.shape[-3] != q.shape[-3]
+    )  # (B, H, T, Dh)
     if mask is not None:
         # The fused kernel's convention for a query with no visible key differs across
         # versions and backends; make it the documented zero vector.
