@@ -311,7 +311,9 @@ class GroupedQueryAttention(nn.Module):
     """Grouped-query attention: H query heads share G key/value heads (Ainslie et al. 2023).
 
     ``num_kv_heads = num_heads`` is ordinary multi-head attention and ``num_kv_heads = 1`` is
-    multi-query attention (Shazeer 2019). Query head i reads key/value head i // (H / G).
+    multi-query attention (Shazeer 2019). Query head i reads key/value head i // (H / G): the
+    explicit path (``need_weights=True``) copies each key/value head H / G times; the fast path
+    lets PyTorch's kernel read the G heads in place (``enable_gqa``).
 
     Args:
         d_model: D. num_heads: H (D must be divisible by H). num_kv_heads: G (H divisible by G).
@@ -378,8 +380,9 @@ class GroupedQueryAttention(nn.Module):
         dropout_p = self.dropout if self.training else 0.0
         if need_weights:
             group = self.num_heads // self.num_kv_heads
-            k = k.repeat_interleave(group, dim=1)  # (B, H, S, Dh): head i reads kv head i // group
-            v = v.repeat_interleave(group, dim=1)  # (B, H, S, Dh)
+            if group > 1:
+                k = k.repeat_interleave(group, dim=1)  # (B, H, S, Dh): head i reads kv head i // group
+                v = v.repeat_interleave(group, dim=1)  # (B, H, S, Dh)
             context, weights = scaled_dot_product_attention(
                 q, k, v, mask, dropout_p=dropout_p, is_causal=is_causal
             )  # (B, H, T, Dh), (B, H, T, S)
