@@ -110,8 +110,10 @@ def fused_attention(
     )  # (B, H, T, Dh)
     if mask is not None:
         # The fused kernel's convention for a query with no visible key differs across
-        # versions and backends; make it the documented zero vector.
+        # versions and backends; make it the documented zero vector. Only when there is such a
+        # query: masked_fill copies the context, and autograd would keep both copies.
         visible = mask if mask.dtype == torch.bool else torch.isfinite(mask) | (mask > 0)
         has_key = visible.any(dim=-1, keepdim=True)  # (B|1, H|1, T, 1)
-        context = context.masked_fill(~has_key, 0.0)
+        if not bool(has_key.all()):
+            context = context.masked_fill(~has_key, 0.0)
     return context

@@ -152,3 +152,27 @@ def test_bench_explorers_times_every_frame(tmp_path):
     assert mha.viz.widgets.explorer is original  # the timer is removed again
     assert [(r["notebook"], r["title"], r["frames"]) for r in records] == [("toy.ipynb", "toy", 3)]
     assert records[0]["median_ms"] > 0 and records[0]["max_ms"] >= records[0]["median_ms"]
+
+
+@pytest.mark.cuda
+def test_causal_flag_keeps_a_fused_backend_on_cuda():
+    """On a GPU the causal flag must not fall back to the math backend, and an explicit mask rules
+    out FlashAttention (unverified here: runs only with MHA_DEVICE=cuda on a GPU)."""
+    device = torch.device("cuda")
+    torch.manual_seed(0)
+    layer = mha.FusedMultiHeadAttention(768, 12).to(device, torch.bfloat16)
+    x = torch.randn(2, 256, 768, device=device, dtype=torch.bfloat16)
+    with torch.no_grad():
+        flag = timing.sdpa_backend(lambda: layer(x, need_weights=False, is_causal=True))
+        masked = timing.sdpa_backend(lambda: layer(x, need_weights=False, mask=mha.causal_mask(256, device=device)))
+    assert flag and "math" not in flag, flag
+    assert masked and "flash" not in masked.split(", "), masked
+
+
+@pytest.mark.cuda
+def test_tiny_benchmark_on_cuda_in_bf16(tmp_path):
+    reports = bench_attention.run(tiny=True, out_dir=tmp_path, device=torch.device("cuda"))
+    assert [r["environment"]["dtype"] for r in reports] == ["float32", "bfloat16"]
+    assert "cuda bfloat16" in reports[1]["summary"]["targets"]
+    assert all(reports[1]["sdpa_backend"][impl] for impl in (pr.FUSED_CAUSAL, pr.BARE_CAUSAL))
+    assert all("cuda_peak_bytes" in m for m in reports[1]["memory"])
