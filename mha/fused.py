@@ -43,9 +43,15 @@ class FusedLinear(torch.autograd.Function):
     def backward(ctx, grad):
         x, *weights = ctx.saved_tensors
         grad_x = grad_bias = None
+        grad_2d, x_2d = grad.reshape(-1, grad.shape[-1]), x.reshape(-1, x.shape[-1])  # (N, out), (N, D)
         if ctx.needs_input_grad[0]:
-            grad_x = grad @ torch.cat(weights)  # (..., D); the concatenation lives only here
-        grad_2d, x_2d = grad.reshape(-1, grad.shape[-1]), x.reshape(-1, x.shape[-1])
+            # grad @ cat(W_1, ..., W_n) as a sum of products with each W_i, read in place: no
+            # concatenated copy of the weights, which would be one more allocation and pass over them.
+            parts = grad_2d.split([w.shape[0] for w in weights], dim=1)  # column blocks, no copy
+            grad_x = parts[0] @ weights[0]  # (N, D)
+            for part, weight in zip(parts[1:], weights[1:]):
+                grad_x.addmm_(part, weight)
+            grad_x = grad_x.view(x.shape)  # (..., D)
         if ctx.has_bias and ctx.needs_input_grad[1]:
             grad_bias = grad_2d.sum(0)
         grad_weights = [None] * len(weights)

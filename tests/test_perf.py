@@ -463,3 +463,34 @@ def test_verdict_and_table():
     table = pr.timing_table(fake_report(), key="forward").splitlines()
     assert len(table) == 1 + len(pr.MAIN_IMPLS) and "T = 16" in table[0]
     assert table[1].split() == ["mha", "looped", "9.0", "(", "1.0)", "17.0", "(", "1.0)"]
+
+
+def test_decode_speedups_pair_rounds_and_count_bytes():
+    report = fake_report()
+    report["num_heads"] = 4
+    report["decoding"] = {
+        "bandwidth": {"bytes_per_s": 1e6},
+        "steps": [
+            {
+                "num_kv_heads": 4,
+                "batch_size": 2,
+                "context_len": 8,
+                "weight_bytes": 100,
+                "cache_bytes": 300,
+                "time": pr.summarize_samples([4.0, 8.0, 6.0]),
+            },
+            {
+                "num_kv_heads": 1,
+                "batch_size": 2,
+                "context_len": 8,
+                "weight_bytes": 60,
+                "cache_bytes": 40,
+                "time": pr.summarize_samples([2.0, 2.0, 3.0]),
+            },
+        ],
+    }
+    speedups = pr.decode_speedups(report)
+    assert list(speedups) == [(2, 8, 1)]
+    sp = speedups[2, 8, 1]
+    assert sp["median"] == 2.0 and (sp["q1"], sp["q3"]) == (2.0, 3.0)  # rounds: 4/2, 8/2, 6/3
+    assert sp["bytes_ratio"] == 4.0 and sp["mha_ms"] == 6.0 and sp["mha_bound_ms"] == pytest.approx(0.4)

@@ -234,6 +234,36 @@ def timing_table(report, impls=MAIN_IMPLS, key: str = "forward_backward") -> str
     return "\n".join(lines)
 
 
+def decode_speedups(report) -> dict:
+    """Measured speed-up of one decoding step with fewer KV heads, against the bytes it saves.
+
+    For every (batch, context) of ``report["decoding"]["steps"]`` and every G below H:
+    ``{(B, n, G): {"median", "q1", "q3"}}`` of the per-round ratio time(MHA) / time(G), with
+    ``bytes_ratio`` = bytes(MHA) / bytes(G) (weights + cache: the most a memory-bound step could
+    gain), ``mha_ms`` the measured MHA step and ``mha_bound_ms`` its bytes / measured bandwidth.
+    """
+    decoding = report["decoding"]
+    bandwidth = decoding["bandwidth"]["bytes_per_s"]
+    steps = {(s["batch_size"], s["context_len"], s["num_kv_heads"]): s for s in decoding["steps"]}
+    heads = report["num_heads"]
+    found = {}
+    for (b, n, g), step in sorted(steps.items(), key=lambda item: (item[0][0] * item[0][1], -item[0][2])):
+        if g == heads:
+            continue
+        base = steps[b, n, heads]
+        q1, median, q3 = quartiles([a / c for a, c in zip(base["time"]["samples_ms"], step["time"]["samples_ms"])])
+        base_bytes = base["weight_bytes"] + base["cache_bytes"]
+        found[b, n, g] = {
+            "median": median,
+            "q1": q1,
+            "q3": q3,
+            "bytes_ratio": base_bytes / (step["weight_bytes"] + step["cache_bytes"]),
+            "mha_ms": base["time"]["median_ms"],
+            "mha_bound_ms": base_bytes / bandwidth * 1e3,
+        }
+    return found
+
+
 def describe(report) -> str:
     """One line naming the machine, versions and load a report was measured with."""
     env = report["environment"]
