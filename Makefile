@@ -12,6 +12,8 @@
 #   make caches           retrain and rewrite every cache in mha/data/ (minutes, with progress bars)
 #   MHA_DEVICE=cuda make test-gpu   unit tests and nbval with every chapter computing on CUDA
 #   make budget           time nbval per chapter and the book build against the course's budget
+#   make lab              install JupyterLab (requirements-lab.txt), copy the chapters to lab/, open them there
+#   make test-lab         run chapters 3, 4 and 7 in a headless JupyterLab, move their explorers, time them
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -26,7 +28,7 @@ MHA_DEVICE ?= cpu
 export MHA_DEVICE
 export TQDM_DISABLE := 1
 
-.PHONY: install book notebooks check-notebooks lint format unit nbval browser test test-portable test-gpu budget caches clean
+.PHONY: install book notebooks check-notebooks lint format unit nbval browser test test-portable test-gpu budget caches clean lab lab-install test-lab
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,6 +37,31 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# The live notebooks (issue 19): JupyterLab and Notebook 7, pinned in requirements-lab.txt, on top of
+# `make install`. The learner works on copies in lab/ (git-ignored; scripts/lab_copies.py never
+# overwrites one), so that saving never changes book/*.ipynb, which the book and nbval read.
+# `make lab APP=notebook` opens Notebook 7 instead; `make lab LAB_ARGS=--no-browser` opens no browser.
+LAB_STAMP := $(VENV)/.lab-installed
+APP ?= lab
+LAB_ARGS ?=
+$(LAB_STAMP): $(STAMP) requirements-lab.txt
+	$(PY) -m pip install -q -r requirements-lab.txt -c constraints.txt
+	touch $(LAB_STAMP)
+
+lab-install: $(LAB_STAMP)
+
+# The course's own device choice (CUDA when torch sees one) unless MHA_DEVICE is given; progress bars on.
+lab: $(LAB_STAMP)
+	$(PY) scripts/lab_copies.py
+	$(if $(filter environment command,$(firstword $(origin MHA_DEVICE))),,env -u MHA_DEVICE) env -u TQDM_DISABLE \
+	  $(VENV)/bin/jupyter $(APP) --ServerApp.root_dir=lab $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
+# Headless JupyterLab on 127.0.0.1 over copies in a temporary folder: Run All in chapters 3, 4, 7 and
+# the how-to page, move each explorer's controls, type into its text boxes, check the figure changes;
+# latencies in _build/test-lab/latencies.json and .md. Needs Chromium, like the browser test.
+test-lab: $(LAB_STAMP)
+	MHA_TEST_LAB=1 $(PY) -m pytest -p no:cacheprovider -rs tests/test_lab_browser.py
 
 book: install
 	$(VENV)/bin/jupyter-book build --all -W -n --keep-going .

@@ -28,8 +28,9 @@ from nbclient import NotebookClient
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from notebooks import ROOT, all_texts, notebook_path, out_of_sync, read_text, strip_volatile, text_path  # noqa: E402
 
-#: Environment of the kernel: stored outputs are always generated on the CPU, without progress bars.
-KERNEL_ENV = {"MHA_DEVICE": "cpu", "CUDA_VISIBLE_DEVICES": "", "TQDM_DISABLE": "1"}
+#: Environment of the kernel: stored outputs are always generated on the CPU, without progress bars,
+#: with static explorers (every frame precomputed for the book) even when run from a live kernel.
+KERNEL_ENV = {"MHA_DEVICE": "cpu", "CUDA_VISIBLE_DEVICES": "", "TQDM_DISABLE": "1", "MHA_EXPLORERS": "static"}
 TEXT_MIME = ("text/plain", "text/html", "text/markdown", "text/latex", "image/svg+xml", "application/json")
 IGNORE_MARKERS = ("NBVAL_IGNORE_OUTPUT", "NBVAL_SKIP")
 IGNORE_TAGS = ("nbval-ignore-output", "nbval-skip")

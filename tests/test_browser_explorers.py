@@ -88,11 +88,23 @@ def shown(page, eid):
     )
 
 
+def hidden_notes(page):
+    """Per explorer: is its note (shown only where its script does not run) hidden?"""
+    return page.eval_on_selector_all(
+        "figure.mha-explorer",
+        """nodes => nodes.map(n => {
+             const note = n.querySelector('.mha-explorer-note');
+             return !note || (note.hidden && note.offsetParent === null);
+           })""",
+    )
+
+
 def check_explorer(page, eid):
     """Move every control of explorer ``eid`` through all its values; check each displayed frame."""
     data = json.loads(page.text_content(f"#{eid}-data"))
     sizes = [len(labels) for labels in data["labels"]]
-    position = [0] * len(sizes)
+    # where each control opens (an explorer's `initial`, else its first value)
+    position = [int(page.locator(f"#{eid}-c{i}").input_value()) for i in range(len(sizes))]
     kinds = [
         page.locator(f"#{eid}-c{i}").evaluate("node => node.tagName.toLowerCase() + ':' + (node.type || '')")
         for i in range(len(sizes))
@@ -127,6 +139,15 @@ def check_explorer(page, eid):
     current = expect()
     for i, size in enumerate(sizes):
         control, kind = page.locator(f"#{eid}-c{i}"), kinds[i]
+        if position[i] != 0:  # opened on a later value (`initial`): back to the first one
+            if kind == "input:range":
+                control.focus()
+                page.keyboard.press("Home")
+            else:
+                control.select_option(value="0")
+            position[i] = 0
+            current = expect(before=current)
+            moves += 1
         for k in range(1, size):
             if kind == "input:range":
                 control.focus()
@@ -154,7 +175,7 @@ def test_explorers_in_a_page_built_here(browser, tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from mha.viz.widgets import explorer
+    from mha.viz.widgets import FloatRange, Text, explorer
 
     def render(slope=1, style="solid", width=1):
         fig, ax = plt.subplots(figsize=(2.0, 1.5))
@@ -174,6 +195,12 @@ def test_explorers_in_a_page_built_here(browser, tmp_path):
             title="Two sliders and a dropdown",
             caption="All three at once.",
         ),
+        explorer(  # live specs and an initial case: the book shows their grids, opening on that case
+            render,
+            {"slope": FloatRange(-3, 3, grid=[-1, 0, 1]), "style": Text("dotted", grid=["solid", "dotted"])},
+            title="Specs opening on a case",
+            initial={"slope": 0.9},
+        ),
     ]
     page_file = tmp_path / "explorers.html"
     page_file.write_text(
@@ -186,7 +213,8 @@ def test_explorers_in_a_page_built_here(browser, tmp_path):
     try:
         assert explorer_ids(page) == [ex.element_id for ex in explorers]
         moves = [check_explorer(page, ex.element_id) for ex in explorers]
-        assert moves == [4, 2, 2 + 1 + 1]
+        assert moves == [4, 2, 2 + 1 + 1, (1 + 2) + (1 + 1)]
+        assert hidden_notes(page) == [True] * len(explorers), "the script hides the note in the book"
         # what the browser shows is the frame Python rendered for that combination
         for ex in explorers:
             now = shown(page, ex.element_id)
@@ -209,6 +237,7 @@ def test_every_explorer_in_the_built_book(browser, page_path):
         assert len(ids) == len(set(ids)), f"{page_path}: repeated explorer ids {ids}"
         from mha.viz.widgets import MAX_BYTES
 
+        assert all(hidden_notes(page)), f"{page_path}: an explorer's note is visible in the book"
         for eid in ids:
             size = page.evaluate("eid => new Blob([document.getElementById(eid).outerHTML]).size", eid)
             assert size <= MAX_BYTES, f"{page_path}: explorer {eid} takes {size} bytes, over {MAX_BYTES}"

@@ -212,13 +212,13 @@ def test_check_matrix_bytes_accepts_the_answer_in_any_number_type():
 @pytest.mark.parametrize(
     "answer,message",
     [
-        ("6 GiB", "must be a number"),
-        (None, "must be a number"),
-        (True, "must be a number"),
+        ("6 GiB", "must be a number, found the string '6 GiB'"),
+        (None, "must be a number, found NoneType"),
+        (True, "must be a number, found bool"),
         (float("nan"), "finite"),
         (float("inf"), "finite"),
         (-5, "must be >= 0"),
-        ([1, 2], "one number, found a list of 2"),
+        ([1, 2], "must be a number, found list"),
         (torch.ones(2, 3), r"one number, found a tensor of shape \(2, 3\)"),
     ],
 )
@@ -230,8 +230,8 @@ def test_checkers_answer_malformed_input_with_a_message(answer, message):
         perf.check_decode_bytes(answer, 8),
         perf.check_online_softmax(4.0, answer),
     ):
-        assert not check.ok and "not checked" in check.lines[0]
-        assert re.search(message, repr(check)), repr(check)
+        assert not check.ok and check.first_error == "input"
+        assert "cannot check this answer" in check.lines[1] and re.search(message, repr(check)), repr(check)
 
 
 def test_check_decode_bytes():
@@ -273,8 +273,11 @@ def test_check_online_softmax():
     ]:
         check = perf.check_online_softmax(m_answer, l_answer)
         assert not check.ok and hint in repr(check)
-    assert "running_max: not checked" in repr(perf.check_online_softmax("four", right))
-    assert perf.check_online_softmax(-1.5, 1.0, blocks=((-2.0,), (-1.5,))).lines[0].endswith("correct")
+    malformed = perf.check_online_softmax("four", right)
+    assert malformed.first_error == "input" and "running_max must be a number" in repr(malformed)
+    negative = perf.check_online_softmax(-1.5, 1.0 + math.exp(-0.5), blocks=((-2.0,), (-1.5,)))
+    assert negative.ok and negative.lines[1:] == ("  m: correct", "  l: correct")  # a maximum may be negative
+    assert perf.check_online_softmax(first, stale).first_error == "m"  # the first wrong step
 
 
 # --- stored reports ---

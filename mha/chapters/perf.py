@@ -21,9 +21,8 @@ Dh head_dim.
 from __future__ import annotations
 
 import math
-import numbers
 import weakref
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
@@ -35,7 +34,9 @@ from ..checks import check_divisible, check_positive_int
 from ..counting import kv_cache_bytes
 from ..fused import fused_attention, fused_qkv_projection
 from ..modules import GroupedQueryAttention
-from .configs import config, total_params
+from .answers import Verdict, malformed, matches, read_number, right, wrong
+from .configs import total_params
+from .models import config
 
 # ---------------------------------------------------------------------------------------------
 # Bytes kept for the backward pass, bytes held at once
@@ -300,64 +301,40 @@ def tokens_for_speedup(weight_bytes: int, per_token_kv_head_bytes: int, num_head
 
 
 # ---------------------------------------------------------------------------------------------
-# Exercise checkers: which step is wrong, and a hint; malformed answers get a message, not a traceback
+# Exercise checkers (mha.chapters.answers.Verdict): the wrong step and a hint; a message, never a traceback
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AnswerCheck:
-    """The verdict of a checker: ``ok``, and ``lines`` printed as the report."""
-
-    ok: bool
-    lines: tuple
-
-    def __repr__(self) -> str:
-        return "\n".join(self.lines)
+def _read_size(name: str, answer):
+    """(value, None) for one finite number >= 0, else (None, what is wrong with it)."""
+    value, problem = read_number(name, answer)
+    if problem is None and value < 0:
+        problem = f"{name} must be >= 0 (a number of bytes or a sum of exponentials), found {value:g}"
+    return (None, problem) if problem else (value, None)
 
 
-def _as_number(name: str, answer, minimum: float | None = 0.0):
-    """(value, None) for one finite number (>= ``minimum``), else (None, a message saying what is wrong)."""
-    if isinstance(answer, torch.Tensor):
-        if answer.numel() != 1:
-            return None, f"{name} must be one number, found a tensor of shape {tuple(answer.shape)}"
-        answer = answer.item()
-    if isinstance(answer, (list, tuple)):
-        return None, f"{name} must be one number, found a {type(answer).__name__} of {len(answer)} items"
-    if isinstance(answer, bool) or not isinstance(answer, numbers.Real):
-        return None, f"{name} must be a number (e.g. 1234 or 1.5e9), found {type(answer).__name__} {answer!r}"
-    value = float(answer)
-    if not math.isfinite(value):
-        return None, f"{name} must be a finite number, found {answer!r}"
-    if minimum is not None and value < minimum:
-        return None, f"{name} must be >= {minimum:g} (a size or a sum of exponentials), found {answer!r}"
-    return value, None
-
-
-def _verdict(name, value, expected, slips, tol=1e-4) -> AnswerCheck:
+def _verdict(title, step, value, expected, slips, tol=1e-4) -> Verdict:
     """Compare ``value`` with ``expected`` and with each slip, ``(wrong value, hint)`` or
     ``(wrong value, hint, tolerance)``; tolerances are relative (a rounded GiB figure needs 1e-2)."""
-    if math.isclose(value, expected, rel_tol=tol):
-        return AnswerCheck(True, (f"{name}: correct",))
-    for wrong, hint, *slip_tol in slips:
-        if math.isclose(value, wrong, rel_tol=slip_tol[0] if slip_tol else tol):
-            return AnswerCheck(False, (f"{name}: wrong", f"hint: {hint}"))
+    if matches(value, expected, tol):
+        return right(title)
+    for wrong_value, hint, *slip_tol in slips:
+        if matches(value, wrong_value, slip_tol[0] if slip_tol else tol):
+            return wrong(title, step, hint)
     ratio = value / expected if expected else math.inf
-    return AnswerCheck(False, (f"{name}: wrong, {ratio:.3g} times the right value", "hint: recount step by step"))
+    return wrong(title, step, f"{ratio:.3g} times the right value: recount step by step")
 
 
-def _malformed(name: str, message: str) -> AnswerCheck:
-    return AnswerCheck(False, (f"{name}: not checked", f"problem: {message}"))
-
-
-def check_matrix_bytes(answer, batch_size: int = 8, num_heads: int = 12, seq_len: int = 4096) -> AnswerCheck:
+def check_matrix_bytes(answer, batch_size: int = 8, num_heads: int = 12, seq_len: int = 4096) -> Verdict:
     """Exercise 1: the bytes of one fp32 (B, H, T, T) attention-weight tensor.
 
     Recognises the usual slips: elements instead of bytes, 2 bytes (bf16), both kept matrices,
     a missing square, batch or heads, GiB or MiB instead of bytes, bits.
     """
-    value, problem = _as_number("answer", answer)
+    title = "bytes of one fp32 (B, H, T, T) tensor"
+    value, problem = _read_size("answer", answer)
     if problem:
-        return _malformed("answer", problem)
+        return malformed(title, problem)
     b, h, n = batch_size, num_heads, seq_len
     expected = attention_matrix_bytes(b, h, n)
     slips = [
@@ -372,18 +349,19 @@ def check_matrix_bytes(answer, batch_size: int = 8, num_heads: int = 12, seq_len
         (expected / 1e9, "that is GB; give the answer in bytes", 1e-2),
         (8 * expected, "that is bits; a byte is 8 bits"),
     ]
-    return _verdict("bytes of one (B, H, T, T) fp32 tensor", value, expected, slips)
+    return _verdict(title, "bytes", value, expected, slips)
 
 
-def check_decode_bytes(answer, num_kv_heads: int, batch_size: int = 1, context_len: int = 4096) -> AnswerCheck:
+def check_decode_bytes(answer, num_kv_heads: int, batch_size: int = 1, context_len: int = 4096) -> Verdict:
     """Exercise 2: the bytes one decoding step of Llama-2-7B (fp16) reads, weights held fixed.
 
     Recognises: the cache alone, the weights alone, keys without values, one layer's cache,
     H heads cached instead of G, fp32 instead of fp16, W_K and W_V shrunk with the cache, GiB.
     """
-    value, problem = _as_number("answer", answer)
+    title = f"bytes one decoding step reads, g = {num_kv_heads}"
+    value, problem = _read_size("answer", answer)
     if problem:
-        return _malformed("answer", problem)
+        return malformed(title, problem)
     cfg = config(DECODE_MODEL)
     s, layers = 2, cfg.num_layers
     weights = total_params(cfg) * s
@@ -403,26 +381,27 @@ def check_decode_bytes(answer, num_kv_heads: int, batch_size: int = 1, context_l
         slips.append((weights + full, f"with {num_kv_heads} key/value heads only those are cached, not all h"))
         shrunk = total_params(replace(cfg, num_kv_heads=num_kv_heads)) * s
         slips.append((shrunk + cache, "this exercise holds the weights fixed: only the cache changes with g"))
-    return _verdict(f"bytes per step, g = {num_kv_heads}", value, expected, slips)
+    return _verdict(title, "bytes", value, expected, slips)
 
 
 #: Exercise 3's row of scores, in two blocks of keys.
 ONLINE_SOFTMAX_BLOCKS = ((2.0, 1.0), (4.0, 3.0))
 
 
-def check_online_softmax(running_max, running_sum, blocks=ONLINE_SOFTMAX_BLOCKS) -> AnswerCheck:
+def check_online_softmax(running_max, running_sum, blocks=ONLINE_SOFTMAX_BLOCKS) -> Verdict:
     """Exercise 3: the running maximum m and sum l of exp(score - m) after the last block.
 
     Recognises: m not updated by a later block, the sum without rescaling the earlier blocks by
     exp(m_old - m_new), the sum of plain exp(score) (no maximum subtracted), the softmax
     weights' sum (1).
     """
-    m_value, problem = _as_number("running_max", running_max, minimum=None)
+    title = f"online softmax over the blocks {blocks}"
+    m_value, problem = read_number("running_max", running_max)
     if problem:
-        return _malformed("running_max", problem)
-    l_value, problem = _as_number("running_sum", running_sum)
+        return malformed(title, problem)
+    l_value, problem = _read_size("running_sum", running_sum)
     if problem:
-        return _malformed("running_sum", problem)
+        return malformed(title, problem)
     scores = [s for block in blocks for s in block]
     m, first_max = max(scores), max(blocks[0])
     m_slips = [(first_max, "a later block holds a larger score: m is the maximum of every score so far")]
@@ -432,6 +411,12 @@ def check_online_softmax(running_max, running_sum, blocks=ONLINE_SOFTMAX_BLOCKS)
         (sum(math.exp(s) for s in scores), "that is the sum of exp(score); subtract the running maximum first"),
         (1.0, "that is the sum of the softmax weights; l is the sum of exp(score - m) before dividing"),
     ]
-    m_check = _verdict("running maximum m", m_value, m, m_slips if first_max != m else [])
-    l_check = _verdict("running sum l", l_value, sum(math.exp(s - m) for s in scores), l_slips, tol=1e-3)
-    return AnswerCheck(m_check.ok and l_check.ok, m_check.lines + l_check.lines)
+    steps = (
+        ("m", _verdict(title, "m", m_value, m, m_slips if first_max != m else [])),
+        ("l", _verdict(title, "l", l_value, sum(math.exp(s - m) for s in scores), l_slips, tol=1e-3)),
+    )
+    lines, first_error = [title], None
+    for step, verdict in steps:
+        lines += [f"  {step}: correct"] if verdict.ok else list(verdict.lines[1:])
+        first_error = first_error or verdict.first_error
+    return Verdict(ok=first_error is None, first_error=first_error, lines=tuple(lines))

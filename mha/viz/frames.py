@@ -58,3 +58,62 @@ def figure_png(fig, *, dpi: float | None = None, colors: int | None = FRAME_COLO
     """PNG bytes of a figure: tight bounding box on white, no metadata, ``colors`` palette
     entries (``None``: full colour). The figure is left open."""
     return encode_image(figure_image(fig, dpi), colors, "png")
+
+
+# --------------------------------------------------------------------------------------------
+# Calling a render function safely
+# --------------------------------------------------------------------------------------------
+
+
+def call_args(values) -> str:
+    """``slope=1, style='solid'``: the values as keyword arguments, for error messages."""
+    return ", ".join(f"{name}={value!r}" for name, value in values.items())
+
+
+def check_figure(fig, title: str, values):
+    """``fig`` if it is a matplotlib Figure, else a TypeError naming the explorer and the call."""
+    from matplotlib.figure import Figure
+
+    if not isinstance(fig, Figure):
+        raise TypeError(
+            f"explorer {title!r}: render({call_args(values)}) must return a matplotlib "
+            f"Figure, found {type(fig).__name__}"
+        )
+    return fig
+
+
+def capture(render, values, title: str, keep):
+    """``keep(render(**values))``, then close every pyplot figure the call opened, even on error.
+
+    ``keep`` turns the figure into what the caller needs: image bytes, or the figure itself to
+    redraw later (pyplot then no longer shows it at the end of the next cell; give it an Agg
+    canvas of its own, ``FigureCanvasAgg(fig)``, to draw it)."""
+    import matplotlib.pyplot as plt
+
+    before = set(plt.get_fignums())
+    try:
+        return keep(check_figure(render(**values), title, values))
+    finally:
+        for number in sorted(set(plt.get_fignums()) - before):
+            plt.close(number)
+
+
+def canvas_png(fig, *, draw: bool = True, compress_level: int = 1) -> bytes:
+    """The figure as its Agg canvas holds it, as PNG bytes: the live explorers' fast encoding.
+
+    ``draw=False`` encodes the canvas as it is (after a blit). No tight crop (a figure updated in
+    place keeps one size, so the page does not jump) and a low PNG compression level: a 550 x 320
+    canvas encodes in about 3 ms. The figure must have an opaque face (alpha is dropped)."""
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from PIL import Image
+
+    if not isinstance(fig.canvas, FigureCanvasAgg):
+        FigureCanvasAgg(fig)
+        draw = True
+    if draw:
+        fig.canvas.draw()
+    rgb = np.ascontiguousarray(np.asarray(fig.canvas.buffer_rgba())[..., :3])
+    out = io.BytesIO()
+    Image.fromarray(rgb).save(out, format="PNG", compress_level=compress_level)
+    return out.getvalue()

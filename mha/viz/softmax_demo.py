@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 
 from ..attention import entropy_bits
 from ..chapters.softmax_demo import SCORES, TOKENS, softmax_with_temperature
+from .live import LiveFigure
 from .plotting import HEAD_COLORS, use_style
 
 
@@ -37,3 +38,32 @@ def plot_temperature(temperature: float = 1.0, *, scores=SCORES, tokens=TOKENS, 
     ax.set_title(f"softmax(scores / {temperature:g}): entropy {entropy_bits(probs).item():.2f} bits")
     fig.tight_layout()
     return fig
+
+
+class TemperaturePlot(LiveFigure):
+    """:func:`plot_temperature` as a figure a live explorer updates in place (the fast path).
+
+    ``draw`` is :func:`plot_temperature`; ``update`` moves the bars, their labels and the title of a
+    figure ``draw`` made, and ``artists`` names them: a live slider redraws those few artists over
+    a background drawn once, instead of building a new figure (about 10 ms instead of 150 ms).
+    """
+
+    def __init__(self, *, scores=SCORES, tokens=TOKENS):
+        self.scores, self.tokens = scores, tokens
+
+    def draw(self, temperature: float = 1.0):
+        return plot_temperature(temperature, scores=self.scores, tokens=self.tokens)
+
+    def update(self, fig, temperature: float = 1.0):
+        probs = softmax_with_temperature(self.scores, temperature)
+        (ax,) = fig.axes
+        for i, (bar, label, p) in enumerate(zip(ax.patches, ax.texts, probs.tolist())):
+            bar.set_height(p)
+            label.set_position((i, p + 0.02))
+            label.set_text(f"{p:.2f}")
+        ax.set_title(f"softmax(scores / {temperature:g}): entropy {entropy_bits(probs).item():.2f} bits")
+
+    def artists(self, fig):
+        """What ``update`` changes (bars, labels, title), and the spines drawn over the bars."""
+        (ax,) = fig.axes
+        return [*ax.patches, *ax.texts, ax.title, *ax.spines.values()]

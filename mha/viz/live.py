@@ -1,0 +1,352 @@
+"""The live form of an explorer: ipywidgets controls and one figure, recomputed at every change.
+
+:func:`mha.viz.widgets.explorer` uses this module for the ``application/vnd.jupyter.widget-view+json``
+part of its output. Two things decide what a control move costs:
+
+* **The mode** (:func:`explorer_mode`). In a kernel that a Jupyter server started (``make lab``:
+  JupyterLab 4 or Notebook 7) explorers are *live*: nothing is precomputed, each control takes
+  its live form (a continuous slider for a :class:`~mha.viz.controls.FloatRange`, a text box for
+  a :class:`~mha.viz.controls.Text`) and every change is computed. Anywhere else (storing the
+  book's outputs, nbval, tests, scripts) they are *static*: every grid value is precomputed for
+  the HTML book, and the widget swaps those frames.
+* **The render.** A plain function ``render(**values) -> Figure`` draws a new figure at every
+  change (matplotlib's whole pipeline: 100-400 ms on a 2-core CPU). An object with
+  ``draw(**values) -> Figure`` and ``update(fig, **values)`` (the :class:`LiveFigure` protocol)
+  draws one figure once and then changes its artists in place (bar heights, image data, line
+  data, text): a redraw of the same canvas, typically 20-40 ms.
+
+Moves are coalesced: the browser's widget manager holds back every change of a control while the
+kernel is busy with the previous one and then sends only the latest, and a change that arrives
+while a figure is being drawn only updates the values the next draw uses.
+
+ipywidgets, matplotlib and Pillow are imported inside functions (``import mha.viz.live`` is light).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import math
+import os
+import time
+import traceback
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+
+from .controls import Control, FloatRange, IntRange, Text, default_alt, format_value, is_number
+from .frames import canvas_png, capture, figure_png
+
+#: Environment variable that forces the mode: ``live`` or ``static`` (unset: decided by the kernel).
+MODE_VARIABLE = "MHA_EXPLORERS"
+#: jupyter_server sets this in the environment of every kernel it starts for a notebook.
+SERVER_KERNEL_VARIABLE = "JPY_SESSION_NAME"
+#: What ``make bench`` holds an update to unless the render says otherwise: (median, worst) in ms.
+DEFAULT_BUDGET_MS = (50.0, 150.0)
+#: Errors a reader's input causes (a bad sentence, a value out of range): shown as one line.
+INPUT_ERRORS = (ValueError, TypeError, KeyError, IndexError)
+
+
+def explorer_mode() -> str:
+    """``"live"`` or ``"static"``: what an explorer made now does.
+
+    ``MHA_EXPLORERS=live|static`` decides when set. Otherwise an explorer is live in a kernel that a
+    Jupyter server (JupyterLab, Notebook 7) started for a notebook, which jupyter_server marks with
+    ``JPY_SESSION_NAME``, and static everywhere else: ``scripts/execute_notebooks.py`` (nbclient),
+    nbval, pytest and scripts start their kernels without a server.
+    """
+    wanted = os.environ.get(MODE_VARIABLE, "").strip().lower()
+    if wanted in ("live", "static"):
+        return wanted
+    if wanted:
+        raise ValueError(f"{MODE_VARIABLE} must be 'live' or 'static', found {wanted!r}")
+    return "live" if os.environ.get(SERVER_KERNEL_VARIABLE) else "static"
+
+
+class LiveFigure:
+    """Base class of a figure that a live explorer updates in place (the fast path).
+
+    Subclass it and define:
+
+    * ``draw(**values) -> Figure``: a new figure for these values (what ``render`` returns; the
+      static book calls it once per precomputed frame);
+    * ``update(fig, **values)``: change the artists of ``fig``, a figure ``draw`` made, so that it
+      shows these values (``bar.set_height``, ``image.set_data``, ``line.set_ydata``,
+      ``text.set_text``...). Keep the layout: everything stays inside the figure, whose size and
+      margins never change. Return ``False`` when the change cannot be made in place (say, a
+      sentence of another length): the explorer then calls ``draw`` for a new figure.
+    * optionally ``artists(fig) -> list``: every artist ``update`` changes, plus any artist drawn
+      on top of them (an axes' spines over bars). The explorer then draws everything else once,
+      keeps it as a background, and at each change draws only these (blitting: 5-15 ms instead of
+      30-60 ms for the whole canvas, whose tick labels cost most). Default ``None``: redraw the
+      whole canvas at each change, still without building a new figure.
+
+    ``budget_ms`` is the (median, worst) update time ``make bench`` checks this figure against.
+    Any object with ``draw`` and ``update`` methods works; an instance of this class is also a
+    plain render function (calling it calls ``draw``).
+    """
+
+    budget_ms = DEFAULT_BUDGET_MS
+
+    def __call__(self, **values):
+        return self.draw(**values)
+
+    def draw(self, **values):
+        raise NotImplementedError(f"{type(self).__name__} must define draw(**values) -> Figure")
+
+    def update(self, fig, **values):
+        return False
+
+    def artists(self, fig):
+        return None
+
+
+def updates_in_place(render) -> bool:
+    """Whether ``render`` follows the :class:`LiveFigure` protocol (``draw`` and ``update``)."""
+    return callable(getattr(render, "draw", None)) and callable(getattr(render, "update", None))
+
+
+def draw_function(render) -> Callable:
+    """The function that draws a new figure: ``render.draw`` for a LiveFigure, else ``render``."""
+    return render.draw if updates_in_place(render) else render
+
+
+def budget_ms(render) -> tuple[float, float]:
+    """The (median, worst) update time, in ms, that ``render`` is held to."""
+    return tuple(getattr(render, "budget_ms", DEFAULT_BUDGET_MS))
+
+
+class Painter:
+    """PNG bytes of the figure for given values.
+
+    With a plain ``render`` (the fallback: matplotlib's whole pipeline at each change): a new figure
+    at every call, drawn once on its canvas, or with a tight crop when the first figure showed
+    something outside its canvas (an outside legend); the last ``CACHE_SIZE`` images are kept, so
+    a value seen before comes back at once (``render`` is a pure function of the values). With a
+    :class:`LiveFigure`: one persistent figure, changed by ``update``; when ``artists(fig)`` names
+    what changes, the rest is drawn once as a background and only those artists are drawn at each
+    call (blitting)."""
+
+    CACHE_SIZE = 32
+
+    def __init__(self, render, title: str):
+        self.render, self.title = render, title
+        self.in_place = updates_in_place(render)
+        self.figure = self.moving = self.background = None
+        self.fits_canvas: bool | None = None  # fallback: does the first figure lie inside its canvas?
+        self.cache: OrderedDict = OrderedDict()
+
+    def png(self, values: Mapping) -> bytes:
+        if not self.in_place:
+            return self._new_figure_png(values)
+        if self.figure is None or self.render.update(self.figure, **values) is False:
+            self.figure = self._adopt(capture(self.render.draw, values, self.title, lambda fig: fig))
+        if self.moving is None:
+            return canvas_png(self.figure)
+        canvas = self.figure.canvas
+        canvas.restore_region(self.background)
+        for artist in self.moving:
+            self.figure.draw_artist(artist)
+        return canvas_png(self.figure, draw=False)
+
+    def _new_figure_png(self, values: Mapping) -> bytes:
+        try:
+            key = tuple(values.items())
+            hash(key)
+        except TypeError:
+            key = None
+        if key in self.cache:
+            self.cache.move_to_end(key)
+            return self.cache[key]
+        png = capture(self.render, values, self.title, self._encode)
+        if key is not None:
+            self.cache[key] = png
+            if len(self.cache) > self.CACHE_SIZE:
+                self.cache.popitem(last=False)
+        return png
+
+    def _encode(self, fig) -> bytes:
+        """One draw on the canvas (a tight crop costs a second draw, 2-3 times the encoding), unless
+        the first figure showed that this render draws outside its canvas."""
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        if self.fits_canvas is False:
+            return figure_png(fig, colors=None)
+        fig.patch.set_facecolor("white")
+        fig.patch.set_alpha(1.0)
+        FigureCanvasAgg(fig)
+        fig.canvas.draw()
+        if self.fits_canvas is None:
+            inside = fig.get_tightbbox(fig.canvas.get_renderer())
+            whole = fig.bbox_inches
+            self.fits_canvas = bool(
+                inside.x0 >= whole.x0 and inside.y0 >= whole.y0 and inside.x1 <= whole.x1 and inside.y1 <= whole.y1
+            )
+            if not self.fits_canvas:
+                return figure_png(fig, colors=None)
+        return canvas_png(fig, draw=False)
+
+    def _adopt(self, fig):
+        """Keep ``fig`` as the persistent figure: opaque white like the book's frames, on its own Agg
+        canvas (closing it in pyplot, which ``capture`` did, leaves it a bare one), its background
+        drawn once when it names its artists."""
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        fig.patch.set_facecolor("white")
+        fig.patch.set_alpha(1.0)
+        FigureCanvasAgg(fig)
+        artists = getattr(self.render, "artists", None)
+        moving = artists(fig) if callable(artists) else None
+        self.moving = self.background = None
+        if moving is not None:
+            self.moving = sorted(moving, key=lambda artist: artist.get_zorder())  # as Figure.draw orders them
+            for artist in self.moving:
+                artist.set_animated(True)  # left out of the full draw: the background
+            fig.canvas.draw()
+            self.background = fig.canvas.copy_from_bbox(fig.bbox)
+        return fig
+
+
+def control_widget(name: str, spec: Control, value, *, live: bool):
+    """The ipywidgets control of ``spec``: its live form, or (``live=False``) a slider/dropdown over
+    its grid, as the static book shows it."""
+    import ipywidgets as widgets
+
+    common = {"description": name, "style": {"description_width": "initial"}}
+    if live and isinstance(spec, FloatRange):
+        slider = {"continuous_update": True, "layout": widgets.Layout(width="28em"), **common}
+        if spec.log:
+            exponents = (math.log10(spec.lo), math.log10(spec.hi))
+            step = (exponents[1] - exponents[0]) / 200
+            fmt = ".0f" if isinstance(spec, IntRange) else ".3g"
+            control = widgets.FloatLogSlider(
+                value=value, base=10, min=exponents[0], max=exponents[1], step=step, readout_format=fmt, **slider
+            )
+        elif isinstance(spec, IntRange):
+            control = widgets.IntSlider(value=value, min=spec.lo, max=spec.hi, step=spec.step, **slider)
+        else:
+            control = widgets.FloatSlider(value=value, min=spec.lo, max=spec.hi, step=spec.step, **slider)
+    elif live and isinstance(spec, Text):
+        control = widgets.Text(
+            value=value,
+            placeholder=spec.placeholder,
+            continuous_update=False,
+            layout=widgets.Layout(width="36em"),
+            **common,
+        )
+    else:
+        grid = spec.grid
+        value = grid[spec.grid_start(value)]
+        options = [(format_value(v), v) for v in grid]
+        if is_number(grid[0]):
+            control = widgets.SelectionSlider(options=options, value=value, continuous_update=True, **common)
+        else:
+            control = widgets.Dropdown(options=options, value=value, **common)
+    control.add_class("mha-explorer-control")
+    return control
+
+
+class LiveView:
+    """The live UI of one explorer: a title, its controls, the figure, a status line, a caption.
+
+    Args:
+        specs, starts: the controls (name -> :class:`Control`) and the values they open on.
+        live: True for the controls' live forms; False for the book's grid.
+        picture: ``picture(values) -> (image bytes, format)``: the figure for these values.
+        alt: ``alt(**values) -> str`` or None, the figure's text alternative.
+        title, caption: as the explorer's.
+    """
+
+    def __init__(self, specs, starts, *, live: bool, picture, alt, title: str, caption: str):
+        import ipywidgets as widgets
+
+        self.specs, self.live, self.picture, self.alt, self.title = specs, live, picture, alt, title
+        self.inputs = {name: control_widget(name, spec, starts[name], live=live) for name, spec in specs.items()}
+        # An HTML widget holding an <img> (not widgets.Image): the figure keeps a real alt text.
+        self.image = widgets.HTML("")
+        self.image.add_class("mha-explorer-image")
+        self.data, self.format, self.alt_text = b"", "png", ""
+        self.status = widgets.HTML("")
+        self.status.add_class("mha-explorer-status")
+        self.timings: list[float] = []  # ms per update, kernel side (what `make bench` times)
+        self.shown: dict | None = None
+        self._busy = self._wanted = False
+        parts = [widgets.HTML(f"<b>{html.escape(title)}</b>"), *self.inputs.values(), self.image, self.status]
+        parts.append(widgets.HTML(f"<small>{html.escape(caption)}</small>"))
+        self.widget = widgets.VBox(parts)
+        self.widget.add_class("mha-explorer-live")
+        for control in self.inputs.values():
+            control.observe(self._on_change, names="value")
+        self.show(self.values())
+
+    def values(self) -> dict:
+        """The values ``render`` gets for the controls' current positions."""
+        values = {}
+        for name, control in self.inputs.items():
+            spec, value = self.specs[name], control.value
+            values[name] = spec.clean(value) if self.live and isinstance(spec, FloatRange) else value
+        return values
+
+    def _on_change(self, change=None) -> None:
+        """Draw the latest values; a change during a draw only marks them wanted (coalescing)."""
+        self._wanted = True
+        if self._busy:
+            return
+        self._busy = True
+        try:
+            while self._wanted:
+                self._wanted = False
+                self.show(self.values())
+        finally:
+            self._busy = False
+
+    def show(self, values: Mapping) -> None:
+        """Compute the figure for ``values`` and show it; an error goes to the status line instead
+        (a callback has no cell to raise in), the last good figure stays."""
+        start = time.perf_counter()
+        values = dict(values)
+        try:
+            data, fmt = self.picture(values)
+        except INPUT_ERRORS as error:
+            self.status.value = _error_html(f"{type(error).__name__}: {error}")
+            return
+        except Exception:
+            self.status.value = _error_html(traceback.format_exc(limit=-3), pre=True)
+            return
+        self.data, self.format, self.alt_text = data, fmt, self._alt(values)
+        uri = f"data:image/{fmt};base64," + base64.b64encode(data).decode("ascii")
+        self.image.value = (
+            f'<img class="mha-explorer-figure" src="{uri}" alt="{html.escape(self.alt_text)}" '
+            'style="max-width:100%;height:auto;display:block">'
+        )
+        self.status.value = ""
+        self.shown = values
+        self.timings.append((time.perf_counter() - start) * 1e3)
+
+    def _alt(self, values) -> str:
+        if self.alt is not None:
+            try:
+                text = self.alt(**values)
+                if isinstance(text, str) and text.strip():
+                    return text
+            except Exception:  # an alt written for the grid may not know a live value
+                pass
+        return default_alt(self.title, values)
+
+
+def _error_html(text: str, pre: bool = False) -> str:
+    body = f"<pre style='white-space:pre-wrap'>{html.escape(text)}</pre>" if pre else html.escape(text)
+    return f"<div style='color:#b00020' role='alert'>{body}</div>"
+
+
+__all__ = [
+    "DEFAULT_BUDGET_MS",
+    "LiveFigure",
+    "LiveView",
+    "MODE_VARIABLE",
+    "Painter",
+    "budget_ms",
+    "control_widget",
+    "draw_function",
+    "explorer_mode",
+    "updates_in_place",
+]
