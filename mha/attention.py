@@ -15,21 +15,46 @@ import torch.nn.functional as F
 from .checks import check_divisible, check_dropout, check_float_tensor, check_mask, check_positive_int
 
 
-def causal_mask(T: int, S: int | None = None, device=None) -> torch.Tensor:
+def causal_mask(T: int, S: int | None = None, device=None, *, align: str = "bottom-right") -> torch.Tensor:
     """Boolean causal mask, **True = may attend**.
 
-    Query ``i`` may attend key ``j`` when ``j <= i + (S - T)``: with ``S > T`` the queries
-    are the *last* ``T`` positions of a longer sequence (the case of a KV cache).
+    ``align="bottom-right"`` (the default): query ``i`` may attend key ``j`` when
+    ``j <= i + (S - T)``; with ``S > T`` the queries are the *last* ``T`` positions of a longer
+    sequence (the case of a KV cache), and ``S >= T`` is required.
+
+    ``align="top-left"``: query ``i`` may attend key ``j`` when ``j <= i``, whatever ``T`` and
+    ``S`` (``torch.ones(T, S).tril()``): the convention of ``is_causal=True`` in PyTorch's
+    ``F.scaled_dot_product_attention`` and in :func:`scaled_dot_product_attention`. The two
+    agree when ``T == S``.
 
     Shapes:
         returns (T, S), S defaults to T.
     """
     T = check_positive_int("T", T)
     S = T if S is None else check_positive_int("S", S)
-    if S < T:
+    if align not in ("bottom-right", "top-left"):
+        raise ValueError(f"align must be 'bottom-right' or 'top-left', found {align!r}")
+    if align == "bottom-right" and S < T:
         raise ValueError(f"S ({S}) must be >= T ({T}): the queries are the last T of S positions")
     ones = torch.ones(T, S, dtype=torch.bool, device=device)
-    return torch.tril(ones, diagonal=S - T)  # (T, S)
+    return torch.tril(ones, diagonal=S - T if align == "bottom-right" else 0)  # (T, S)
+
+
+def intersect_masks(mask: torch.Tensor | None, allowed: torch.Tensor) -> torch.Tensor:
+    """``mask`` further restricted to the positions where the bool ``allowed`` is True.
+
+    ``mask``: None, bool (**True = may attend**) or additive float (-inf blocks). The result has
+    ``mask``'s kind: a bool mask is AND-ed with ``allowed``, a float mask gets -inf where
+    ``allowed`` is False. Used to add a causal restriction to a padding or attention mask.
+
+    Shapes:
+        mask and allowed broadcastable to each other; returns their broadcast shape.
+    """
+    if mask is None:
+        return allowed
+    if mask.dtype == torch.bool:
+        return mask & allowed
+    return mask.masked_fill(~allowed, float("-inf"))
 
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -110,7 +135,14 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     return exp_scores / denom.clamp_min(torch.finfo(scores.dtype).tiny)
 
 
-def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, dropout_p=0.0):
+def check_flag(name: str, value) -> bool:
+    """``value`` if it is a bool, else a TypeError naming ``name`` (``is_causal=1`` is a slip)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, found {type(value).__name__} ({value!r})")
+    return value
+
+
+def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, dropout_p=0.0, is_causal=False):
     """softmax(q kᵀ · scale + mask) v, returning the output *and* the weights.
 
     ``scale`` defaults to 1/√Dh: with unit-variance entries, q·k has variance Dh, and
@@ -122,8 +154,14 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, dropout_p=0.
     to the scores (0 keeps a key, -inf blocks it; NaN is rejected). A query row whose keys
     are all blocked returns zero weights and a zero output, never NaN.
 
-    ``dropout_p`` (for training) drops each weight with that probability before the weighted
-    sum, scaling the others by 1 / (1 - p); the weights returned are those before dropout.
+    ``is_causal=True`` lets query ``i`` attend keys ``j <= i`` only: PyTorch's convention,
+    top-left aligned when T != S (``causal_mask(T, S, align="top-left")``). For the last T of
+    S positions (decoding with a KV cache) pass ``mask=causal_mask(T, S)`` instead. Unlike
+    PyTorch, a ``mask`` may be given as well: a key must then pass both.
+
+    ``dropout_p`` (for training: pass 0.0 in evaluation, as the modules do) zeroes each weight
+    with that probability before the weighted sum and scales the others by 1 / (1 - p), as
+    PyTorch does; the weights returned are those before dropout.
 
     Shapes:
         q (..., T, Dh), k (..., S, Dh), v (..., S, Dv), mask broadcastable to (..., T, S).
@@ -135,6 +173,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, dropout_p=0.
     scores_shape = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]) + (q.shape[-2], k.shape[-2])
     if mask is not None:
         check_mask("mask", mask, scores_shape, "(..., T, S)")
+    if check_flag("is_causal", is_causal):
+        mask = intersect_masks(mask, causal_mask(q.shape[-2], k.shape[-2], q.device, align="top-left"))
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     scores = torch.matmul(q, k.transpose(-2, -1)) * scale  # (..., T, S)
@@ -142,6 +182,39 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, dropout_p=0.
     dropped = F.dropout(weights, dropout_p) if dropout_p > 0 else weights  # (..., T, S), training only
     output = torch.matmul(dropped, v)  # (..., T, Dv)
     return output, weights
+
+
+def blockwise_attention(q, k, v, block_size: int, *, scale=None):
+    """softmax(q kᵀ · scale) v over blocks of ``block_size`` keys: the online softmax of FlashAttention.
+
+    The full softmax needs every score of a row before it can divide. Here each block of keys
+    updates, per query, a running maximum ``m``, a running sum ``l`` of exp(score - m) and a
+    running weighted sum of values; when a block raises the maximum, what was summed so far is
+    rescaled by exp(m_old - m_new). Only (T, block_size) scores exist at a time, never (T, S).
+    No mask and no weights returned (they are never formed); equal to
+    :func:`scaled_dot_product_attention`'s output up to rounding.
+
+    Shapes:
+        q (..., T, Dh), k (..., S, Dh), v (..., S, Dv). Returns output (..., T, Dv).
+    """
+    _check_qkv(q, k, v)
+    block_size = check_positive_int("block_size", block_size)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    row_max = q.new_full(lead + (q.shape[-2], 1), float("-inf"))  # (..., T, 1) running maximum m
+    row_sum = q.new_zeros(lead + (q.shape[-2], 1))  # (..., T, 1) running sum l of exp(score - m)
+    acc = q.new_zeros(lead + (q.shape[-2], v.shape[-1]))  # (..., T, Dv) running sum of exp(score - m) v
+    for start in range(0, k.shape[-2], block_size):
+        k_block = k[..., start : start + block_size, :]  # (..., Bk, Dh)
+        v_block = v[..., start : start + block_size, :]  # (..., Bk, Dv)
+        scores = torch.matmul(q, k_block.transpose(-2, -1)) * scale  # (..., T, Bk)
+        new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))  # (..., T, 1)
+        correction = torch.exp(row_max - new_max)  # (..., T, 1): old sums were taken under the old max
+        exp_scores = torch.exp(scores - new_max)  # (..., T, Bk)
+        row_sum = row_sum * correction + exp_scores.sum(dim=-1, keepdim=True)  # (..., T, 1)
+        acc = acc * correction + torch.matmul(exp_scores, v_block)  # (..., T, Dv)
+        row_max = new_max
+    return acc / row_sum  # (..., T, Dv): divide once, at the end
 
 
 def average_heads(weights: torch.Tensor) -> torch.Tensor:

@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .attention import causal_mask, check_flag, intersect_masks
+
 
 class FusedLinear(torch.autograd.Function):
     """``x @ cat(W_1, ..., W_n)ᵀ + b`` that keeps the separate weights, not their concatenation,
@@ -41,9 +43,15 @@ class FusedLinear(torch.autograd.Function):
     def backward(ctx, grad):
         x, *weights = ctx.saved_tensors
         grad_x = grad_bias = None
+        grad_2d, x_2d = grad.reshape(-1, grad.shape[-1]), x.reshape(-1, x.shape[-1])  # (N, out), (N, D)
         if ctx.needs_input_grad[0]:
-            grad_x = grad @ torch.cat(weights)  # (..., D); the concatenation lives only here
-        grad_2d, x_2d = grad.reshape(-1, grad.shape[-1]), x.reshape(-1, x.shape[-1])
+            # grad @ cat(W_1, ..., W_n) as a sum of products with each W_i, read in place: no
+            # concatenated copy of the weights, which would be one more allocation and pass over them.
+            parts = grad_2d.split([w.shape[0] for w in weights], dim=1)  # column blocks, no copy
+            grad_x = parts[0] @ weights[0]  # (N, D)
+            for part, weight in zip(parts[1:], weights[1:]):
+                grad_x.addmm_(part, weight)
+            grad_x = grad_x.view(x.shape)  # (..., D)
         if ctx.has_bias and ctx.needs_input_grad[1]:
             grad_bias = grad_2d.sum(0)
         grad_weights = [None] * len(weights)
@@ -70,23 +78,48 @@ def fused_qkv_projection(x: torch.Tensor, q_proj: nn.Linear, k_proj: nn.Linear, 
 
 
 def fused_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, *, dropout_p: float = 0.0
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
 ) -> torch.Tensor:
     """The output of :func:`mha.scaled_dot_product_attention` from PyTorch's fused kernel.
 
     The kernel never forms the (B, H, T, S) weights, so it does not return them: that is what
     saves the memory. ``mask``: bool, **True = may attend**, or additive float.
 
+    ``is_causal=True`` (top-left aligned, as in :func:`mha.scaled_dot_product_attention`) goes to
+    the kernel as a flag, not as a mask: on a GPU an explicit mask rules out the FlashAttention
+    backend, a causal flag does not. With a ``mask`` as well, the two are merged into one mask.
+
+    Grouped-query attention: ``k`` and ``v`` may have G heads for the H of ``q`` (H divisible by
+    G); query head i then reads key/value head i // (H / G) through ``enable_gqa=True``, without
+    a copy of K and V per query head.
+
     Shapes:
-        q (B, H, T, Dh), k/v (B, H, S, Dh), mask broadcastable to (B, H, T, S).
+        q (B, H, T, Dh), k/v (B, H or G, S, Dh), mask broadcastable to (B, H, T, S).
     Returns:
         context (B, H, T, Dh); a query whose keys are all masked gets the zero vector.
     """
-    context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)  # (B, H, T, Dh)
+    if q.dim() < 3 or k.dim() < 3 or q.shape[-3] % k.shape[-3] != 0:
+        raise ValueError(
+            f"q's heads (dimension -3) must be a multiple of k's, found q {tuple(q.shape)} and k {tuple(k.shape)}"
+        )
+    if check_flag("is_causal", is_causal) and mask is not None:
+        causal = causal_mask(q.shape[-2], k.shape[-2], q.device, align="top-left")  # (T, S)
+        mask, is_causal = intersect_masks(mask, causal), False
+    context = F.scaled_dot_product_attention(
+        q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, enable_gqa=k.shape[-3] != q.shape[-3]
+    )  # (B, H, T, Dh)
     if mask is not None:
         # The fused kernel's convention for a query with no visible key differs across
-        # versions and backends; make it the documented zero vector.
+        # versions and backends; make it the documented zero vector. Only when there is such a
+        # query: masked_fill copies the context, and autograd would keep both copies.
         visible = mask if mask.dtype == torch.bool else torch.isfinite(mask) | (mask > 0)
         has_key = visible.any(dim=-1, keepdim=True)  # (B|1, H|1, T, 1)
-        context = context.masked_fill(~has_key, 0.0)
+        if not bool(has_key.all()):
+            context = context.masked_fill(~has_key, 0.0)
     return context

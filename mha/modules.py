@@ -16,10 +16,9 @@ Dh head_dim = D / H.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from .attention import causal_mask, masked_softmax, merge_heads, scaled_dot_product_attention, split_heads
+from .attention import causal_mask, merge_heads, scaled_dot_product_attention, split_heads
 from .checks import (
     check_divisible,
     check_dropout,
@@ -225,7 +224,9 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)  # W_V
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W_O: mixes the concatenated heads
 
-    def forward(self, query, key=None, value=None, *, mask=None, key_padding_mask=None, need_weights=True):
+    def forward(
+        self, query, key=None, value=None, *, mask=None, key_padding_mask=None, need_weights=True, is_causal=False
+    ):
         """Attention of ``query`` over ``key``/``value`` (self-attention when they are omitted).
 
         Args:
@@ -235,6 +236,8 @@ class MultiHeadAttention(nn.Module):
             key_padding_mask: bool (B, S), **True = this key is padding, ignore it**.
             need_weights: return the per-head weights. With False, PyTorch's fused kernel
                 (:func:`mha.fused.fused_attention`) runs and no (B, H, T, S) tensor is kept.
+            is_causal: query i attends keys j <= i only (top-left aligned when T != S, as in
+                PyTorch); on the fast path it reaches the kernel as a flag, not a mask.
 
         Shapes:
             query (B, T, D), key/value (B, S, D).
@@ -254,9 +257,12 @@ class MultiHeadAttention(nn.Module):
         # softmax(q kᵀ / √Dh + mask) v for every head at once; the weights are (B, H, T, S).
         dropout_p = self.dropout if self.training else 0.0
         if need_weights:
-            context, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p)  # (B, H, T, Dh)
+            context, weights = scaled_dot_product_attention(
+                q, k, v, mask, dropout_p=dropout_p, is_causal=is_causal
+            )  # (B, H, T, Dh), (B, H, T, S)
         else:  # the same context from a kernel that never stores the weights
-            context, weights = fused_attention(q, k, v, mask, dropout_p=dropout_p), None  # (B, H, T, Dh)
+            context = fused_attention(q, k, v, mask, dropout_p=dropout_p, is_causal=is_causal)  # (B, H, T, Dh)
+            weights = None
 
         # Concatenate the heads along the features (not a stack of rows), then W_O mixes them.
         output = self.out_proj(merge_heads(context))  # (B, H, T, Dh) -> (B, T, D)
@@ -316,7 +322,9 @@ class GroupedQueryAttention(nn.Module):
     """Grouped-query attention: H query heads share G key/value heads (Ainslie et al. 2023).
 
     ``num_kv_heads = num_heads`` is ordinary multi-head attention and ``num_kv_heads = 1`` is
-    multi-query attention (Shazeer 2019). Query head i reads key/value head i // (H / G).
+    multi-query attention (Shazeer 2019). Query head i reads key/value head i // (H / G): the
+    explicit path (``need_weights=True``) copies each key/value head H / G times; the fast path
+    lets PyTorch's kernel read the G heads in place (``enable_gqa``).
 
     Args:
         d_model: D. num_heads: H (D must be divisible by H). num_kv_heads: G (H divisible by G).
@@ -338,7 +346,9 @@ class GroupedQueryAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, kv_dim, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
-    def forward(self, query, key=None, value=None, *, mask=None, key_padding_mask=None, need_weights=True):
+    def forward(
+        self, query, key=None, value=None, *, mask=None, key_padding_mask=None, need_weights=True, is_causal=False
+    ):
         """Attention of ``query`` over ``key``/``value`` (self-attention when they are omitted).
 
         Args:
@@ -348,6 +358,8 @@ class GroupedQueryAttention(nn.Module):
             key_padding_mask: bool (B, S), **True = this key is padding, ignore it**.
             need_weights: return the per-head weights. With False, PyTorch's fused kernel
                 (:func:`mha.fused.fused_attention`) runs and no (B, H, T, S) tensor is kept.
+            is_causal: query i attends keys j <= i only (top-left aligned when T != S, as in
+                PyTorch); on the fast path it reaches the kernel as a flag, not a mask.
 
         Shapes:
             query (B, T, D), key/value (B, S, D).
@@ -365,7 +377,7 @@ class GroupedQueryAttention(nn.Module):
         q = split_heads(q, self.num_heads)  # (B, H, T, Dh)
         k = split_heads(k, self.num_kv_heads)  # (B, G, S, Dh)
         v = split_heads(v, self.num_kv_heads)  # (B, G, S, Dh)
-        return self._attend(q, k, v, mask, need_weights)
+        return self._attend(q, k, v, mask, need_weights, is_causal)
 
     def _project_fused(self, x):
         """Q, K and V of self-attention in one matmul (:func:`mha.fused.fused_qkv_projection`).
@@ -374,20 +386,20 @@ class GroupedQueryAttention(nn.Module):
         """
         return fused_qkv_projection(x, self.q_proj, self.k_proj, self.v_proj)
 
-    def _attend(self, q, k, v, mask, need_weights):
+    def _attend(self, q, k, v, mask, need_weights, is_causal=False):
         """Shapes: q (B, H, T, Dh), k/v (B, G, S, Dh). Returns output (B, T, D), weights or None."""
-        group = self.num_heads // self.num_kv_heads
-        if group > 1:
-            k = k.repeat_interleave(group, dim=1)  # (B, H, S, Dh): head i reads kv head i // group
-            v = v.repeat_interleave(group, dim=1)  # (B, H, S, Dh)
         dropout_p = self.dropout if self.training else 0.0
         if need_weights:
-            scores = torch.matmul(q, k.transpose(-2, -1)) * self.head_dim**-0.5  # (B, H, T, S)
-            weights = masked_softmax(scores, mask)  # (B, H, T, S)
-            context = torch.matmul(F.dropout(weights, dropout_p), v)  # (B, H, T, Dh)
-        else:
+            group = self.num_heads // self.num_kv_heads
+            if group > 1:
+                k = k.repeat_interleave(group, dim=1)  # (B, H, S, Dh): head i reads kv head i // group
+                v = v.repeat_interleave(group, dim=1)  # (B, H, S, Dh)
+            context, weights = scaled_dot_product_attention(
+                q, k, v, mask, dropout_p=dropout_p, is_causal=is_causal
+            )  # (B, H, T, Dh), (B, H, T, S)
+        else:  # the kernel reads the G heads directly (enable_gqa): no copy per query head
+            context = fused_attention(q, k, v, mask, dropout_p=dropout_p, is_causal=is_causal)  # (B, H, T, Dh)
             weights = None
-            context = fused_attention(q, k, v, mask, dropout_p=dropout_p)  # (B, H, T, Dh)
         return self.out_proj(merge_heads(context)), weights  # (B, T, D)
 
     def new_cache(self, batch_size: int, max_seq_len: int, *, dtype=None, device=None) -> KVCache:
@@ -418,7 +430,9 @@ class GroupedQueryAttention(nn.Module):
         k_new = split_heads(k_new, self.num_kv_heads)  # (B, G, T_new, Dh)
         v_new = split_heads(v_new, self.num_kv_heads)  # (B, G, T_new, Dh)
         k, v = cache.append(k_new, v_new)  # (B, G, S, Dh) each
-        mask = causal_mask(new_len, k.shape[2], device=x.device)  # (T_new, S)
+        # One new token may attend every cached one: no mask at all, which keeps every fused
+        # kernel available. Several new tokens are the last T_new of S: a bottom-right causal mask.
+        mask = None if new_len == 1 else causal_mask(new_len, k.shape[2], device=x.device)  # (T_new, S)
         return self._attend(q, k, v, mask, need_weights)
 
 

@@ -244,3 +244,135 @@ def test_error_split_heads():
         mha.split_heads(torch.ones(1, 1, 2, 10), 2)
     with pytest.raises(ValueError, match=r"x must have shape \(B, H, T, Dh\)"):
         mha.merge_heads(torch.ones(1, 1, 1, 2, 10))
+
+
+# --- is_causal: PyTorch's flag and convention, equal to the explicit mask ---
+
+
+@pytest.mark.parametrize("T,S", [(5, 5), (3, 7), (7, 3)])
+def test_top_left_causal_mask_is_pytorchs_convention(T, S):
+    assert torch.equal(mha.causal_mask(T, S, align="top-left"), torch.ones(T, S, dtype=torch.bool).tril())
+    if T <= S:  # bottom-right: the last T of S positions
+        expected = torch.tensor([[j <= i + S - T for j in range(S)] for i in range(T)])
+        assert torch.equal(mha.causal_mask(T, S), expected)
+    if T == S:
+        assert torch.equal(mha.causal_mask(T, S, align="top-left"), mha.causal_mask(T))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("T,S", [(6, 6), (4, 9), (9, 4)])
+def test_is_causal_matches_torch_sdpa(device, dtype, T, S):
+    q = randn(2, 3, T, 8, seed=1, dtype=dtype, device=device)
+    k, v = (randn(2, 3, S, 8, seed=s, dtype=dtype, device=device) for s in (2, 3))
+    out, w = mha.scaled_dot_product_attention(q, k, v, is_causal=True)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert torch.allclose(out, ref, atol=TOL[dtype] * 10)
+    assert torch.allclose(mha.fused.fused_attention(q, k, v, is_causal=True), ref, atol=TOL[dtype] * 10)
+    allowed = mha.causal_mask(T, S, align="top-left", device=device)
+    assert torch.equal(w == 0, ~allowed.expand_as(w))  # exactly the future keys get no weight
+    explicit, w_explicit = mha.scaled_dot_product_attention(q, k, v, allowed)
+    assert torch.equal(out, explicit) and torch.equal(w, w_explicit)
+
+
+@pytest.mark.parametrize("kind", ["bool", "float"])
+def test_is_causal_with_a_mask_needs_both(kind):
+    q, k, v = (randn(2, 6, 4, seed=s, dtype=torch.float64) for s in (1, 2, 3))
+    allowed = randn(2, 6, 6, seed=4) > 0
+    allowed[..., 0] = True
+    mask = allowed if kind == "bool" else torch.zeros(2, 6, 6, dtype=torch.float64).masked_fill(~allowed, -math.inf)
+    both = allowed & mha.causal_mask(6)
+    out, w = mha.scaled_dot_product_attention(q, k, v, mask, is_causal=True)
+    expected, expected_w = mha.scaled_dot_product_attention(q, k, v, both)
+    assert torch.allclose(out, expected, atol=1e-12) and torch.allclose(w, expected_w, atol=1e-12)
+    fused = mha.fused.fused_attention(q[:, None], k[:, None], v[:, None], mask[:, None], is_causal=True)
+    assert torch.allclose(fused[:, 0], expected, atol=1e-12)
+
+
+def test_intersect_masks():
+    allowed = torch.tensor([[True, False], [True, True]])
+    assert mha.attention.intersect_masks(None, allowed) is allowed
+    bool_mask = torch.tensor([[True, True], [False, True]])
+    assert torch.equal(mha.attention.intersect_masks(bool_mask, allowed), torch.tensor([[True, False], [False, True]]))
+    float_mask = torch.tensor([[0.0, 1.0], [-math.inf, 2.0]])
+    expected = torch.tensor([[0.0, -math.inf], [-math.inf, 2.0]])
+    assert torch.equal(mha.attention.intersect_masks(float_mask, allowed), expected)
+
+
+def test_error_is_causal_and_align():
+    x = torch.ones(4, 3)
+    with pytest.raises(TypeError, match=r"is_causal must be True or False, found int \(1\)"):
+        mha.scaled_dot_product_attention(x, x, x, is_causal=1)
+    with pytest.raises(TypeError, match="is_causal must be True or False, found str"):
+        mha.fused.fused_attention(x[None, None], x[None, None], x[None, None], is_causal="yes")
+    with pytest.raises(ValueError, match="align must be 'bottom-right' or 'top-left', found 'left'"):
+        mha.causal_mask(3, align="left")
+    assert mha.causal_mask(4, 2, align="top-left").shape == (4, 2)  # top-left allows S < T
+
+
+# --- grouped-query attention in the fused kernel (enable_gqa) ---
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2, 6])
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_fused_attention_reads_shared_kv_heads(device, num_kv_heads, is_causal):
+    q = randn(2, 6, 5, 4, seed=1, dtype=torch.float64, device=device)
+    k, v = (randn(2, num_kv_heads, 5, 4, seed=s, dtype=torch.float64, device=device) for s in (2, 3))
+    group = 6 // num_kv_heads
+    expected, _ = mha.scaled_dot_product_attention(
+        q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), is_causal=is_causal
+    )
+    assert torch.allclose(mha.fused.fused_attention(q, k, v, is_causal=is_causal), expected, atol=1e-12)
+
+
+def test_error_fused_attention_heads():
+    with pytest.raises(ValueError, match=r"q's heads \(dimension -3\) must be a multiple of k's"):
+        mha.fused.fused_attention(torch.ones(1, 4, 2, 3), torch.ones(1, 3, 2, 3), torch.ones(1, 3, 2, 3))
+
+
+# --- dropout: PyTorch's semantics, checked statistically against PyTorch's kernel ---
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5])
+def test_dropout_statistics_match_pytorch(p):
+    """With v = identity the output rows *are* the dropped weights: each is 0 with probability p,
+    else w / (1 - p), so their mean is w. Both mha and F.scaled_dot_product_attention must pass."""
+    q, k = randn(1, 1, 6, 4, seed=1), randn(1, 1, 8, 4, seed=2)
+    identity = torch.eye(8).expand(1, 1, 8, 8)
+    _, w = mha.scaled_dot_product_attention(q, k, identity)
+    draws = 400
+    torch.manual_seed(0)
+    ours = torch.stack([mha.scaled_dot_product_attention(q, k, identity, dropout_p=p)[0] for _ in range(draws)])
+    theirs = torch.stack([F.scaled_dot_product_attention(q, k, identity, dropout_p=p) for _ in range(draws)])
+    n = ours.numel()
+    for out in (ours, theirs):
+        kept = out != 0
+        assert torch.allclose(out[kept], (w / (1 - p)).expand_as(out)[kept], rtol=1e-5)
+        dropped_fraction = 1 - kept.double().mean().item()
+        assert abs(dropped_fraction - p) < 5 * math.sqrt(p * (1 - p) / n)  # 5 standard deviations
+        sd_of_mean = w * math.sqrt(p / ((1 - p) * draws))
+        assert ((out.mean(0) - w).abs() <= 5 * sd_of_mean + 1e-6).all()  # unbiased: E[output] = w
+    # and the two differ in their draws, not in their law: an all-equal pair would mean no dropout
+    assert not torch.equal(ours, theirs)
+
+
+# --- online softmax: attention block by block over the keys ---
+
+
+@pytest.mark.parametrize("block_size", [1, 3, 8, 19, 64])
+@pytest.mark.parametrize("seed", range(2))
+def test_blockwise_attention_equals_full_softmax(block_size, seed):
+    q = randn(2, 3, 7, 5, seed=seed, dtype=torch.float64)
+    k = randn(2, 3, 19, 5, seed=seed + 10, dtype=torch.float64) * 4  # large scores: the max matters
+    v = randn(2, 3, 19, 6, seed=seed + 20, dtype=torch.float64)
+    expected, _ = mha.scaled_dot_product_attention(q, k, v)
+    assert torch.allclose(mha.attention.blockwise_attention(q, k, v, block_size), expected, atol=1e-12, rtol=0)
+    assert torch.allclose(F.scaled_dot_product_attention(q, k, v), expected, atol=1e-12)
+
+
+def test_blockwise_attention_extreme_logits_and_errors():
+    q = torch.full((3, 4), 1e4, dtype=torch.float64)
+    k = torch.tensor([[1.0] * 4, [-1.0] * 4, [0.5] * 4], dtype=torch.float64)
+    out = mha.attention.blockwise_attention(q, k, torch.eye(3, dtype=torch.float64), 1)
+    assert torch.isfinite(out).all() and torch.allclose(out[:, 0], torch.ones(3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="block_size must be a positive int, found 0"):
+        mha.attention.blockwise_attention(q, k, k, 0)

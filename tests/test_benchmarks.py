@@ -1,10 +1,14 @@
-"""The benchmark suite runs at tiny sizes so it cannot rot (no timing assertions)."""
+"""The benchmark suite runs at tiny sizes so it cannot rot (no assertion on how fast anything is)."""
 
+import copy
 import json
 
 import pytest
+import torch
 
-from benchmarks import bench_attention
+import mha
+from benchmarks import bench_attention, timing
+from mha.chapters import perf_results as pr
 
 
 @pytest.fixture(scope="module")
@@ -14,52 +18,118 @@ def tiny_report(tmp_path_factory):
     return reports, out
 
 
-def test_files_and_environment(tiny_report):
+def test_files_environment_and_history(tiny_report):
     reports, out = tiny_report
     device = reports[0]["environment"]["device"]
     stored = json.loads((out / f"tiny-{device}.json").read_text())
     assert stored == json.loads(json.dumps(reports))
     env = stored[0]["environment"]
-    assert set(env) >= {"device", "torch", "threads", "dtype", "load_average", "load_average_after"}
+    assert set(env) >= {"cpu_model", "cpu_count", "torch", "isa", "threads", "load_average", "load_average_after"}
+    assert env["cpu_model"] and env["isa"] == torch.backends.cpu.get_cpu_capability()
     assert (out / f"tiny-{device}.md").read_text().startswith("# Attention benchmark")
+    history = (out / f"tiny-{device}-history.jsonl").read_text().splitlines()
+    assert [json.loads(line)["summary"] for line in history] == [r["summary"] for r in stored]
 
 
-def test_every_implementation_timed(tiny_report):
+def test_every_implementation_timed_side_by_side(tiny_report):
     report = tiny_report[0][0]
-    impls = {r["impl"] for r in report["timings"]}
-    assert len(impls) == 7
+    assert [r["impl"] for r in report["timings"] if r["seq_len"] == 8] == list(pr.IMPLS)
     for row in report["timings"]:
-        for key in ("forward", "forward_backward"):
-            assert row[key]["median_ms"] > 0 and row[key]["repeats"] >= 1
-    assert {(m["impl"], m["seq_len"]) for m in report["memory"]} == {(i, t) for i in impls for t in (8, 16)}
+        for key in pr.MEASURES:
+            assert len(row[key]["samples_ms"]) == report["rounds"] == 3
+            assert row[key]["q1_ms"] <= row[key]["median_ms"] <= row[key]["q3_ms"]
+    assert {(m["impl"], m["seq_len"]) for m in report["memory"]} == {(i, t) for i in pr.IMPLS for t in (8, 16)}
     assert all(m["saved_activation_bytes"] > 0 for m in report["memory"])
+    # the explicit paths call no SDPA; every fast path names the backend it ran
+    assert report["sdpa_backend"][pr.WEIGHTS] is None and report["sdpa_backend"][pr.LOOPED] is None
+    assert all(report["sdpa_backend"][impl] for impl in (pr.FUSED, pr.BARE, pr.FUSED_CAUSAL, pr.GQA, pr.MQA_REPEAT))
 
 
-def test_decoding_matches_and_cache_bytes_equal_formula(tiny_report):
-    for entry in tiny_report[0][0]["decoding"]:
+def test_gqa_copies_cost_bytes(tiny_report):
+    report = tiny_report[0][0]
+    for t in (8, 16):
+        assert pr.memory_bytes(report, pr.GQA, t) < pr.memory_bytes(report, pr.GQA_REPEAT, t)
+        assert pr.memory_bytes(report, pr.FUSED_CAUSAL, t) == pr.memory_bytes(report, pr.BARE_CAUSAL, t)
+
+
+def test_decoding(tiny_report):
+    decoding = tiny_report[0][0]["decoding"]
+    assert [d["num_kv_heads"] for d in decoding["generation"]] == [4, 1]
+    for entry in decoding["generation"]:
         assert entry["max_abs_diff"] < 1e-5
-        assert entry["cache_bytes_equal_formula"] and entry["cache_bytes"] == entry["kv_cache_bytes_formula"]
+        assert entry["cache_bytes"] == entry["kv_cache_bytes_formula"]
+    assert {(s["batch_size"], s["context_len"]) for s in decoding["steps"]} == {(1, 8), (2, 16)}
+    for step in decoding["steps"]:
+        assert step["cache_bytes"] == mha.kv_cache_bytes(
+            step["batch_size"], step["context_len"], 1, step["num_kv_heads"], 8, 4
+        )
+        assert step["time"]["median_ms"] > 0
+    assert decoding["bandwidth"]["bytes_per_s"] > 0 and decoding["bandwidth"]["bytes"] == 2**20
 
 
-def test_summary_ratios_are_positive(tiny_report):
-    summary = tiny_report[0][0]["summary"]
-    assert summary["seq_len"] == summary["memory_seq_len"] == 16
-    assert all(value > 0 for key, value in summary.items() if not key.endswith("seq_len"))
+def test_compile_is_measured_apart_from_compiling(tiny_report):
+    result = tiny_report[0][0]["compile"]
+    assert result["backend"] == "eager"  # the tiny run checks the code path, not Inductor
+    assert set(result["first_call_s"]) == {"need_weights=True", "need_weights=False"}
+    assert all(t > 0 for t in result["first_call_s"].values())
+    assert len(result["timings"]) == 4 and set(result["compiled_over_eager"]) == set(result["first_call_s"])
+
+
+def test_summary_and_targets(tiny_report):
+    report = tiny_report[0][0]
+    summary = report["summary"]
+    assert summary["seq_len"] == 16
+    assert summary["fused_over_bare"] == pr.paired_ratio(report, pr.FUSED, pr.BARE, 16)
+    assert set(summary["looped_over_batched"]["forward"]) == {"8", "16"}
+    target = summary["targets"]["cpu float32"]
+    assert (target["impl"], target["reference"], target["limit"]) == (pr.FUSED, pr.BARE, 1.05)
+    assert target["met"] == (target["ratio"]["median"] <= 1.05)
+
+
+def test_gpu_target_is_the_causal_bf16_layer(tiny_report):
+    """What a CUDA run would check, on the CPU report relabelled: the bf16 causal layer against the
+    bare causal layer, within 1.1."""
+    report = copy.deepcopy(tiny_report[0][0])
+    report["environment"].update(device="cuda", dtype="bfloat16")
+    targets = bench_attention.summarize(report, 16)["targets"]
+    assert list(targets) == ["cuda bfloat16"]
+    assert (targets["cuda bfloat16"]["impl"], targets["cuda bfloat16"]["limit"]) == (pr.FUSED_CAUSAL, 1.1)
+
+
+def test_bf16_layers_run(tmp_path):
+    """The dtype of the GPU's target, on the CPU at tiny sizes: every implementation runs in bf16."""
+    rows, memory, backends = bench_attention.bench_layers(
+        2, 32, 4, [8], [8], torch.device("cpu"), torch.bfloat16, rounds=1, min_sample_s=0.0
+    )
+    assert len(rows) == len(pr.IMPLS) and all(r["forward_backward"]["median_ms"] > 0 for r in rows)
 
 
 def test_report_passes_the_chapter_checks(tiny_report):
-    from mha.chapters import perf
-
     for report in tiny_report[0]:
-        assert perf.check_report(report) is report
-        assert perf.seq_lens(report) == perf.seq_lens(report, "memory") == [8, 16]
+        assert pr.check_report(report) is report
+        assert pr.seq_lens(report) == pr.seq_lens(report, "memory") == [8, 16]
 
 
-def test_time_it_takes_at_least_min_repeats():
+def test_time_side_by_side_rotates_and_repeats():
     calls = []
-    result = bench_attention.time_it(lambda: calls.append(1), 0.0, min_repeats=4)
-    assert result["repeats"] >= 4 and result["median_ms"] >= 0 and result["iqr_ms"] >= 0
-    assert len(calls) >= 4
+    fns = {name: (lambda name=name: calls.append(name)) for name in "abc"}
+    result = timing.time_side_by_side(fns, rounds=3, warmup=0)
+    assert calls == list("abcbcacab")  # every round runs each once, starting one later
+    assert all(r["repeats"] == 3 and r["median_ms"] >= 0 for r in result.values())
+    calls.clear()
+    timing.time_side_by_side({"slow": lambda: calls.append(1)}, rounds=2, min_sample_s=1e-3, warmup=0)
+    assert len(calls) > 3  # a call far shorter than min_sample_s is repeated within each sample
+
+
+def test_sdpa_backend_reads_the_kernel_that_ran():
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    q = torch.randn(1, 2, 8, 4)
+    assert timing.sdpa_backend(lambda: (q @ q.mT).softmax(-1) @ q) is None
+    with sdpa_kernel(SDPBackend.MATH):
+        assert timing.sdpa_backend(lambda: F.scaled_dot_product_attention(q, q, q)) == "math"
+    assert timing.cpu_model() and timing.load_average() is None or timing.load_average() >= 0
 
 
 def test_bench_explorers_times_every_frame(tmp_path):
@@ -82,3 +152,27 @@ def test_bench_explorers_times_every_frame(tmp_path):
     assert mha.viz.widgets.explorer is original  # the timer is removed again
     assert [(r["notebook"], r["title"], r["frames"]) for r in records] == [("toy.ipynb", "toy", 3)]
     assert records[0]["median_ms"] > 0 and records[0]["max_ms"] >= records[0]["median_ms"]
+
+
+@pytest.mark.cuda
+def test_causal_flag_keeps_a_fused_backend_on_cuda():
+    """On a GPU the causal flag must not fall back to the math backend, and an explicit mask rules
+    out FlashAttention (unverified here: runs only with MHA_DEVICE=cuda on a GPU)."""
+    device = torch.device("cuda")
+    torch.manual_seed(0)
+    layer = mha.FusedMultiHeadAttention(768, 12).to(device, torch.bfloat16)
+    x = torch.randn(2, 256, 768, device=device, dtype=torch.bfloat16)
+    with torch.no_grad():
+        flag = timing.sdpa_backend(lambda: layer(x, need_weights=False, is_causal=True))
+        masked = timing.sdpa_backend(lambda: layer(x, need_weights=False, mask=mha.causal_mask(256, device=device)))
+    assert flag and "math" not in flag, flag
+    assert masked and "flash" not in masked.split(", "), masked
+
+
+@pytest.mark.cuda
+def test_tiny_benchmark_on_cuda_in_bf16(tmp_path):
+    reports = bench_attention.run(tiny=True, out_dir=tmp_path, device=torch.device("cuda"))
+    assert [r["environment"]["dtype"] for r in reports] == ["float32", "bfloat16"]
+    assert "cuda bfloat16" in reports[1]["summary"]["targets"]
+    assert all(reports[1]["sdpa_backend"][impl] for impl in (pr.FUSED_CAUSAL, pr.BARE_CAUSAL))
+    assert all("cuda_peak_bytes" in m for m in reports[1]["memory"])

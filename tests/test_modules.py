@@ -1,5 +1,7 @@
 """Attention modules against torch.nn.MultiheadAttention, F.scaled_dot_product_attention and each other."""
 
+import math
+
 import pytest
 import torch
 from conftest import randn
@@ -465,3 +467,101 @@ def test_fused_projection_gradients_match_separate_projections():
         grads_separate = torch.autograd.grad(module(y, y * 1, y * 1)[0].sum(), [y, *module.parameters()])
         for a, b in zip(grads_fused, grads_separate):
             assert torch.allclose(a, b, atol=1e-12)
+
+
+# --- is_causal, enable_gqa and dropout on the fast path ---
+
+
+@pytest.mark.parametrize("cls", [*MHA_CLASSES, mha.GroupedQueryAttention])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_is_causal_equals_the_explicit_causal_mask(device, cls, need_weights):
+    torch.manual_seed(11)
+    module = (cls(16, 4, 2) if cls is mha.GroupedQueryAttention else cls(16, 4)).to(device).double()
+    x = randn(2, 6, 16, seed=12, dtype=torch.float64, device=device)
+    padding = torch.zeros(2, 6, dtype=torch.bool, device=device)
+    padding[1, 3:] = True
+    for kwargs in ({}, {"key_padding_mask": padding}):
+        out, w = module(x, is_causal=True, need_weights=need_weights, **kwargs)
+        ref, ref_w = module(x, mask=mha.causal_mask(6, device=device), need_weights=need_weights, **kwargs)
+        assert torch.allclose(out, ref, atol=1e-12)
+        assert (w is None and ref_w is None) or torch.allclose(w, ref_w, atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", MHA_CLASSES)
+def test_is_causal_matches_nn_multihead_attention(device, cls):
+    ref, ours = torch_pair(16, 4, dtype=torch.float64, device=device, seed=13, cls=cls)
+    x = randn(2, 7, 16, seed=14, dtype=torch.float64, device=device)
+    blocked = ~mha.causal_mask(7, device=device)  # nn.MultiheadAttention: True = blocked
+    expected, _ = ref(x, x, x, attn_mask=blocked, need_weights=False)
+    for need_weights in (True, False):
+        assert torch.allclose(ours(x, is_causal=True, need_weights=need_weights)[0], expected, atol=1e-12)
+
+
+def test_is_causal_cross_attention_is_top_left(device):
+    """T != S: query i sees keys 0..i, as F.scaled_dot_product_attention(is_causal=True)."""
+    torch.manual_seed(15)
+    module = mha.GroupedQueryAttention(16, 4, 2).to(device).double()
+    query = randn(2, 3, 16, seed=16, dtype=torch.float64, device=device)
+    memory = randn(2, 5, 16, seed=17, dtype=torch.float64, device=device)
+    top_left = mha.causal_mask(3, 5, align="top-left", device=device)
+    for need_weights in (True, False):
+        out, _ = module(query, memory, is_causal=True, need_weights=need_weights)
+        ref, _ = module(query, memory, mask=top_left, need_weights=need_weights)
+        assert torch.allclose(out, ref, atol=1e-12)
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2, 4])
+def test_gqa_fast_path_equals_explicit_path(device, num_kv_heads):
+    """The fast path reads the G key/value heads in the kernel (enable_gqa); the explicit path
+    copies them per query head: the same function."""
+    torch.manual_seed(18)
+    module = mha.GroupedQueryAttention(16, 4, num_kv_heads).to(device).double()
+    x = randn(2, 6, 16, seed=19, dtype=torch.float64, device=device)
+    for kwargs in ({}, {"is_causal": True}, {"mask": mha.causal_mask(6, device=device)}):
+        assert torch.allclose(module(x, need_weights=False, **kwargs)[0], module(x, **kwargs)[0], atol=1e-12)
+
+
+@pytest.mark.parametrize("cls", [mha.MultiHeadAttention, mha.GroupedQueryAttention])
+def test_dropout_in_training_is_unbiased_on_both_paths(cls):
+    """Dropout scales what it keeps by 1 / (1 - p): averaged over many draws, the training output
+    approaches the evaluation output, on the explicit path and in the fused kernel alike."""
+    torch.manual_seed(20)
+    module = (cls(8, 2, 1, dropout=0.3) if cls is mha.GroupedQueryAttention else cls(8, 2, dropout=0.3)).double()
+    x = randn(1, 5, 8, seed=21, dtype=torch.float64)
+    expected = module.eval()(x)[0]
+    module.train()
+    with torch.no_grad():
+        for need_weights in (True, False):
+            draws = torch.stack([module(x, need_weights=need_weights)[0] for _ in range(2000)])
+            sd_of_mean = draws.std(0) / math.sqrt(len(draws))
+            assert ((draws.mean(0) - expected).abs() <= 5 * sd_of_mean + 1e-9).all(), need_weights
+            assert (draws.std(0) > 0).all()  # dropout does act in training
+
+
+def test_single_token_decoding_uses_no_mask(monkeypatch):
+    """One new token may attend every cached token: decode_step passes no mask (a mask would rule
+    out FlashAttention on a GPU) and still equals the full causal pass."""
+    torch.manual_seed(22)
+    module = mha.GroupedQueryAttention(16, 4, 2).double().eval()
+    x = randn(1, 5, 16, seed=23, dtype=torch.float64)
+    seen, original = [], mha.modules.fused_attention
+
+    def spy(q, k, v, mask=None, **kwargs):
+        seen.append(mask)
+        return original(q, k, v, mask, **kwargs)
+
+    monkeypatch.setattr(mha.modules, "fused_attention", spy)
+    cache = module.new_cache(1, 5)
+    module.decode_step(x[:, :3], cache)
+    steps = [module.decode_step(x[:, t : t + 1], cache)[0] for t in (3, 4)]
+    assert seen[0] is not None and seen[1:] == [None, None]
+    full, _ = module(x, is_causal=True)
+    assert torch.allclose(torch.cat(steps, 1), full[:, 3:], atol=1e-12)
+
+
+def test_is_causal_errors():
+    module = mha.MultiHeadAttention(8, 2)
+    with pytest.raises(TypeError, match=r"is_causal must be True or False, found int \(1\)"):
+        module(torch.zeros(1, 3, 8), is_causal=1)
+    with pytest.raises(TypeError, match="is_causal must be True or False, found NoneType"):
+        mha.GroupedQueryAttention(8, 2, 1)(torch.zeros(1, 3, 8), is_causal=None, need_weights=False)

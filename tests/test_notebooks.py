@@ -243,6 +243,7 @@ LITERAL_ASSERT_CHAPTERS = [
     "03_worked_example",
     "04_parameter_analysis",
     "05_merging_heads",
+    "06_making_it_fast",
     "07_pretrained_heads",
     "how_to_use",
 ]
@@ -408,7 +409,7 @@ def test_constant_check_detector():
 # ----------------------------------------------------------------------------------------------
 
 #: The chapters the two rules below check (the errata review of issue 16 covered these).
-REVIEWED_CHAPTERS = ["02_multi_head_math", "03_worked_example", "04_parameter_analysis"]
+REVIEWED_CHAPTERS = ["02_multi_head_math", "03_worked_example", "04_parameter_analysis", "06_making_it_fast"]
 #: A cell with this many asserts that prints nothing is an assert block: it reads as clutter, so it
 #: must be tagged ``hide-input`` (or ``hide-cell``); the book then folds it behind a toggle.
 MAX_VISIBLE_ASSERTS = 4

@@ -1,6 +1,9 @@
-"""mha.perf: saved-activation counts against hand counts, report checks, plots (no timings)."""
+"""mha.chapters.perf and perf_results: byte counts against hand counts, the references, the roofline,
+the exercise checkers, stored-report readers and plots (no timings)."""
 
 import json
+import math
+import statistics
 
 import matplotlib
 import pytest
@@ -11,6 +14,7 @@ from torch import nn
 import mha
 from mha import viz
 from mha.chapters import perf
+from mha.chapters import perf_results as pr
 
 matplotlib.use("Agg")
 
@@ -82,74 +86,311 @@ def test_attention_matrix_bytes():
         perf.attention_matrix_bytes(1, 1, 0)
 
 
-def fake_report(seq_lens=(8, 16)):
+# --- peak working set: the online softmax never holds a (T, S) matrix ---
+
+
+def test_peak_live_bytes_counts_what_python_holds():
+    x = torch.zeros(100, dtype=torch.float64)
+    assert perf.peak_live_bytes(lambda x: x + 1, x) == 800  # one new tensor
+    assert perf.peak_live_bytes(lambda x: x[10:].transpose(0, 0), x) == 0  # views of the input are free
+    # (x + 1) and (x + 1) * 2 are alive together only while the expression runs
+    assert perf.peak_live_bytes(lambda x: (x + 1) * 2, x) == 1600
+    assert perf.peak_live_bytes(lambda x: [x + i for i in range(3)], x) == 2400  # three kept at once
+
+
+def test_blockwise_attention_holds_blocks_not_the_score_matrix():
+    q = torch.randn(64, 8, dtype=torch.float64)
+    peaks = {}
+    for key_len in (256, 1024):
+        k, v = torch.randn(key_len, 8, dtype=torch.float64), torch.randn(key_len, 8, dtype=torch.float64)
+        full = perf.peak_live_bytes(lambda q, k, v: mha.scaled_dot_product_attention(q, k, v)[0], q, k, v)
+        blocks = perf.peak_live_bytes(lambda q, k, v: mha.attention.blockwise_attention(q, k, v, 32), q, k, v)
+        assert full >= 2 * 64 * key_len * 8  # scores and weights, (T, S) each, alive together
+        assert blocks >= 64 * 32 * 8  # at least one block of scores
+        peaks[key_len] = blocks
+    assert peaks[256] == peaks[1024]  # the blockwise working set does not grow with S
+    assert peaks[1024] < 64 * 1024 * 8  # less than one (T, S) matrix
+
+
+# --- the references the benchmark times mha against ---
+
+
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_bare_layer_is_nn_multihead_attention(is_causal):
+    torch.manual_seed(0)
+    ref = nn.MultiheadAttention(16, 4, batch_first=True).double()
+    x = torch.randn(2, 6, 16, dtype=torch.float64)
+    blocked = ~mha.causal_mask(6) if is_causal else None
+    expected, _ = ref(x, x, x, attn_mask=blocked, need_weights=False)
+    assert torch.allclose(perf.bare_attention_layer(ref, x, is_causal=is_causal), expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("num_kv_heads", [1, 2])
+def test_repeat_kv_variant_computes_the_same_and_keeps_the_copies(num_kv_heads):
+    torch.manual_seed(1)
+    batch, seq_len, d_model, heads = 2, 6, 16, 4
+    gqa = mha.GroupedQueryAttention(d_model, heads, num_kv_heads).double()
+    x = torch.randn(batch, seq_len, d_model, dtype=torch.float64)
+    for is_causal in (False, True):
+        expected = gqa(x, need_weights=False, is_causal=is_causal)[0]
+        assert torch.allclose(perf.gqa_repeat_kv_forward(gqa, x, is_causal=is_causal), expected, atol=1e-12)
+    params = list(gqa.parameters())
+    mine = perf.saved_activation_bytes(lambda x: gqa(x, need_weights=False)[0], x.clone().requires_grad_(), params)
+    copies = perf.saved_activation_bytes(
+        lambda x: perf.gqa_repeat_kv_forward(gqa, x), x.clone().requires_grad_(), params
+    )
+    head_dim = d_model // heads
+    # the copies, K and V with H heads, are kept on top of the projection's output (which holds the
+    # G-head originals either way): 2 * B * H * T * Dh more elements
+    assert copies - mine == 2 * batch * heads * seq_len * head_dim * 8
+    with pytest.raises(TypeError, match="module must be an mha.GroupedQueryAttention, found Linear"):
+        perf.gqa_repeat_kv_forward(nn.Linear(2, 2), x)
+
+
+# --- decoding: bytes per step, the roofline ---
+
+
+def test_decode_step_bytes_of_llama_at_4k_tokens():
+    mha_bytes = perf.model_decode_step_bytes(1, 4096, 32)
+    gqa_bytes = perf.model_decode_step_bytes(1, 4096, 8)
+    weights = 6_738_415_616 * 2  # Llama-2-7B's published parameter count, fp16
+    assert mha_bytes - weights == 2 * 2**30  # 2 (K, V) x 4096 tokens x 32 layers x 4096 features x 2 bytes
+    assert mha_bytes - gqa_bytes == 2 * 2**30 * 3 // 4  # GQA-8 stores a quarter of the cache
+    assert 0.10 < 1 - gqa_bytes / mha_bytes < 0.11  # about 10 % fewer bytes per step, not h/g = 4x
+    assert perf.decode_step_bytes(0, 2, 3, 4, 5, 6, 2) == mha.kv_cache_bytes(2, 3, 4, 5, 6, 2)
+    with pytest.raises(ValueError, match="weight_bytes must be an int >= 0"):
+        perf.decode_step_bytes(-1, 1, 1, 1, 1, 1)
+
+
+def test_speedup_bound_approaches_h_over_g_only_when_the_cache_dominates():
+    weights, per_token = 1000, 10
+    assert perf.decode_speedup_bound(weights, 1, per_token, 8, 2) == pytest.approx((1000 + 80) / (1000 + 20))
+    assert perf.decode_speedup_bound(weights, 10**9, per_token, 8, 2) == pytest.approx(4, rel=1e-6)
+    tokens = perf.tokens_for_speedup(weights, per_token, 8, 2, 0.9)
+    assert perf.decode_speedup_bound(weights, round(tokens), per_token, 8, 2) == pytest.approx(0.9 * 4, rel=1e-3)
+    with pytest.raises(ValueError, match="fraction must be in"):
+        perf.tokens_for_speedup(weights, per_token, 8, 8, 0.5)
+    with pytest.raises(ValueError, match=r"num_heads \(8\) must be divisible by g \(3\)"):
+        perf.decode_speedup_bound(weights, 1, per_token, 8, 3)
+
+
+# --- the exercise checkers ---
+
+RIGHT_MATRIX = 8 * 12 * 4096 * 4096 * 4
+
+
+@pytest.mark.parametrize(
+    "answer,hint",
+    [
+        (RIGHT_MATRIX // 4, "number of elements"),
+        (RIGHT_MATRIX // 2, "bf16"),
+        (2 * RIGHT_MATRIX, "two matrices"),
+        (8 * 12 * 4096 * 4, "squared"),
+        (8 * 4096 * 4096 * 4, "multiply by H"),
+        (12 * 4096 * 4096 * 4, "multiply by B"),
+        (6, "GiB"),
+        (6.0, "GiB"),
+        (6144, "MiB"),
+        (6.44, "GB"),
+        (8 * RIGHT_MATRIX, "bits"),
+        (12345, "recount"),
+    ],
+)
+def test_check_matrix_bytes_names_the_slip(answer, hint):
+    check = perf.check_matrix_bytes(answer)
+    assert not check.ok and hint in repr(check)
+
+
+def test_check_matrix_bytes_accepts_the_answer_in_any_number_type():
+    import numpy as np
+
+    for answer in (RIGHT_MATRIX, float(RIGHT_MATRIX), np.int64(RIGHT_MATRIX), torch.tensor(RIGHT_MATRIX), 6.4425e9):
+        check = perf.check_matrix_bytes(answer)
+        assert check.ok and repr(check).endswith("correct"), answer
+
+
+@pytest.mark.parametrize(
+    "answer,message",
+    [
+        ("6 GiB", "must be a number, found the string '6 GiB'"),
+        (None, "must be a number, found NoneType"),
+        (True, "must be a number, found bool"),
+        (float("nan"), "finite"),
+        (float("inf"), "finite"),
+        (-5, "must be >= 0"),
+        ([1, 2], "must be a number, found list"),
+        (torch.ones(2, 3), r"one number, found a tensor of shape \(2, 3\)"),
+    ],
+)
+def test_checkers_answer_malformed_input_with_a_message(answer, message):
+    import re
+
+    for check in (
+        perf.check_matrix_bytes(answer),
+        perf.check_decode_bytes(answer, 8),
+        perf.check_online_softmax(4.0, answer),
+    ):
+        assert not check.ok and check.first_error == "input"
+        assert "cannot check this answer" in check.lines[1] and re.search(message, repr(check)), repr(check)
+
+
+def test_check_decode_bytes():
+    right = perf.model_decode_step_bytes(1, 4096, 8)
+    assert (
+        perf.check_decode_bytes(right, 8).ok
+        and perf.check_decode_bytes(perf.model_decode_step_bytes(1, 4096, 32), 32).ok
+    )
+    weights = 6_738_415_616 * 2
+    cache = mha.kv_cache_bytes(1, 4096, 32, 8, 128, 2)
+    for wrong, hint in [
+        (cache, "KV cache alone"),
+        (weights, "weights alone"),
+        (weights + cache // 2, "keys *and* values"),
+        (weights + cache // 32, "32 layers"),
+        (2 * right, "fp16"),
+        (right / 2**30, "GiB"),
+        (round(right / 2**30, 2), "GiB"),
+        (weights + 4 * cache, "8 key/value heads"),
+        (weights - 32 * 2 * 4096 * (4096 - 1024) * 2 + cache, "holds the weights fixed"),  # W_K, W_V shrunk
+    ]:
+        check = perf.check_decode_bytes(wrong, 8)
+        assert not check.ok and hint in repr(check), (wrong, repr(check))
+
+
+def test_check_online_softmax():
+    (a, b), (c, d) = perf.ONLINE_SOFTMAX_BLOCKS
+    m = max(a, b, c, d)
+    right = sum(math.exp(s - m) for s in (a, b, c, d))
+    assert perf.check_online_softmax(m, right).ok
+    assert perf.check_online_softmax(m, round(right, 3)).ok
+    first = max(a, b)
+    stale = math.exp(a - first) + math.exp(b - first) + math.exp(c - m) + math.exp(d - m)
+    for m_answer, l_answer, hint in [
+        (first, right, "a later block holds a larger score"),
+        (m, stale, "multiply it by exp(m_old - m_new)"),
+        (m, sum(math.exp(s) for s in (a, b, c, d)), "subtract the running maximum"),
+        (m, 1.0, "sum of the softmax weights"),
+    ]:
+        check = perf.check_online_softmax(m_answer, l_answer)
+        assert not check.ok and hint in repr(check)
+    malformed = perf.check_online_softmax("four", right)
+    assert malformed.first_error == "input" and "running_max must be a number" in repr(malformed)
+    negative = perf.check_online_softmax(-1.5, 1.0 + math.exp(-0.5), blocks=((-2.0,), (-1.5,)))
+    assert negative.ok and negative.lines[1:] == ("  m: correct", "  l: correct")  # a maximum may be negative
+    assert perf.check_online_softmax(first, stale).first_error == "m"  # the first wrong step
+
+
+# --- stored reports ---
+
+
+def fake_report(seq_lens=(8, 16), rounds=3):
     rows, memory = [], []
     for t in seq_lens:
-        for i, impl in enumerate(perf.IMPLS):
-            timing = {"median_ms": float((i + 1) * t), "iqr_ms": 0.1, "repeats": 5}
-            rows.append({"impl": impl, "seq_len": t, "forward": timing, "forward_backward": dict(timing)})
+        for i, impl in enumerate(pr.IMPLS):
+            samples = [float((i + 1) * t + r) for r in range(rounds)]
+            rows.append(
+                {
+                    "impl": impl,
+                    "seq_len": t,
+                    "forward": pr.summarize_samples(samples),
+                    "forward_backward": pr.summarize_samples([2 * s for s in samples]),
+                }
+            )
             memory.append({"impl": impl, "seq_len": t, "saved_activation_bytes": (i + 1) * t * t})
-    env = {"device": "cpu", "device_name": "x86_64", "torch": "2", "threads": 2, "dtype": "float32", "python": "3"}
+    env = {
+        "device": "cpu",
+        "device_name": "x86_64",
+        "cpu_model": "a CPU",
+        "cpu_count": 2,
+        "torch": "2",
+        "isa": "AVX2",
+        "threads": 2,
+        "dtype": "float32",
+        "python": "3",
+        "load_average": 0.5,
+        "load_average_after": 1.5,
+    }
     return {
         "environment": env,
         "batch_size": 2,
         "d_model": 32,
         "num_heads": 4,
+        "rounds": rounds,
         "timings": rows,
         "memory": memory,
-        "decoding": [],
+        "sdpa_backend": {},
+        "decoding": {"generation": [], "steps": [], "bandwidth": {}},
         "summary": {},
     }
 
 
+def test_quartiles_match_numpy_linear_percentiles():
+    import numpy as np
+
+    for values in ([3.0], [1.0, 2.0], [5.0, 1.0, 4.0, 2.0, 3.0], list(np.random.default_rng(0).random(11))):
+        expected = np.percentile(values, [25, 50, 75])
+        assert np.allclose(pr.quartiles(values), expected)
+    with pytest.raises(ValueError, match="empty"):
+        pr.quartiles([])
+    record = pr.summarize_samples([4.0, 1.0, 3.0, 2.0])
+    assert record["median_ms"] == statistics.median([1, 2, 3, 4]) and record["iqr_ms"] == pytest.approx(1.5)
+
+
 def test_report_readers():
     report = fake_report()
-    assert perf.check_report(report) is report
-    assert perf.seq_lens(report) == [8, 16] and perf.seq_lens(report, "memory") == [8, 16]
-    assert perf.median_ms(report, perf.IMPLS[2], 16) == 48.0
-    assert perf.time_ratio(report, perf.IMPLS[0], perf.IMPLS[1], 8) == 0.5
-    assert perf.memory_bytes(report, perf.IMPLS[1], 16) == 2 * 256
-    assert perf.describe(report).startswith("cpu (x86_64), torch 2, 2 threads, float32")
+    assert pr.check_report(report) is report
+    assert pr.seq_lens(report) == [8, 16] and pr.seq_lens(report, "memory") == [8, 16]
+    assert pr.median_ms(report, pr.IMPLS[2], 16, "forward") == 49.0
+    assert pr.time_ratio(report, pr.IMPLS[0], pr.IMPLS[1], 8) == 9 / 17
+    assert pr.memory_bytes(report, pr.IMPLS[1], 16) == 2 * 256
+    ratio = pr.paired_ratio(report, pr.IMPLS[1], pr.IMPLS[0], 8, "forward")
+    assert ratio["rounds"] == 3 and ratio["median"] == 17 / 9 and ratio["q1"] < ratio["median"] < ratio["q3"]
+    assert pr.describe(report).startswith("cpu (x86_64, 2 CPUs, AVX2), torch 2, 2 threads, float32, load average 0.5")
     with pytest.raises(KeyError, match="no timing"):
-        perf.median_ms(report, "nope", 8)
+        pr.median_ms(report, "nope", 8)
+    with pytest.raises(ValueError, match="key must be one of"):
+        pr.timing(report, pr.IMPLS[0], 8, "backward")
     with pytest.raises(KeyError, match="no memory entry"):
-        perf.memory_bytes(report, perf.IMPLS[0], 99)
+        pr.memory_bytes(report, pr.IMPLS[0], 99)
 
 
 def test_check_report_errors():
     with pytest.raises(ValueError, match="must be a dict"):
-        perf.check_report([])
+        pr.check_report([])
     report = fake_report()
     del report["memory"]
     with pytest.raises(ValueError, match=r"lacks keys \['memory'\]"):
-        perf.check_report(report)
+        pr.check_report(report)
     report = fake_report()
-    del report["environment"]["torch"]
+    del report["environment"]["isa"]
     with pytest.raises(ValueError, match="environment lacks keys"):
-        perf.check_report(report)
+        pr.check_report(report)
     report = fake_report()
-    report["timings"][0]["forward"]["median_ms"] = 0.0
-    with pytest.raises(ValueError, match="positive median_ms"):
-        perf.check_report(report)
+    report["timings"][0]["forward"]["samples_ms"] = []
+    with pytest.raises(ValueError, match="positive samples_ms"):
+        pr.check_report(report)
     report = fake_report()
-    report["timings"] = [r for r in report["timings"] if r["impl"] != perf.IMPLS[0]]
+    report["timings"] = [r for r in report["timings"] if r["impl"] != pr.IMPLS[0]]
     with pytest.raises(ValueError, match="no timings for"):
-        perf.check_report(report)
+        pr.check_report(report)
     report = fake_report()
     del report["memory"][0]["saved_activation_bytes"]
     with pytest.raises(ValueError, match=r"memory\[0\] needs"):
-        perf.check_report(report)
+        pr.check_report(report)
 
 
-def test_load_results(tmp_path):
+def test_load_results_and_history(tmp_path):
     path = tmp_path / "cpu.json"
     path.write_text(json.dumps([fake_report()]))
-    assert perf.load_results(path) == [fake_report()]
+    assert pr.load_results(path) == [fake_report()]
     with pytest.raises(FileNotFoundError, match="bench_attention"):
-        perf.load_results(tmp_path / "missing.json")
+        pr.load_results(tmp_path / "missing.json")
     path.write_text("[]")
     with pytest.raises(ValueError, match="non-empty list"):
-        perf.load_results(path)
+        pr.load_results(path)
+    assert pr.load_history(tmp_path / "none.jsonl") == []
+    (tmp_path / "h.jsonl").write_text('{"summary": 1}\n\n{"summary": 2}\n')
+    assert pr.load_history(tmp_path / "h.jsonl") == [{"summary": 1}, {"summary": 2}]
 
 
 def test_plots_and_explorer_frames():
@@ -161,36 +402,98 @@ def test_plots_and_explorer_frames():
         viz.perf.plot_memory_vs_seq_len(report),
         viz.perf.plot_time_vs_seq_len(report, key="forward"),
     ):
-        assert len(fig.axes[0].lines) == len(perf.IMPLS)
+        assert len(fig.axes[0].lines) >= len(pr.MAIN_IMPLS)
+        assert fig.axes[0].get_title() and fig.axes[0].get_xlabel() and fig.axes[0].get_ylabel()
         plt.close(fig)
-    controls = perf.explorer_controls(report)
+    fig = viz.perf.plot_looped_vs_batched(report)
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()][0].startswith("mha looped / mha weights")
+    plt.close(fig)
+    controls = pr.explorer_controls(report)
     assert controls == {"measure": ["forward", "forward+backward"], "seq_len": [8, 16]}
     fig = viz.perf.render_benchmark(report, measure="forward", seq_len=8)
-    assert len(fig.axes[0].patches) == len(perf.IMPLS)
+    assert len(fig.axes[0].patches) == len(pr.MAIN_IMPLS)
     plt.close(fig)
-    assert "mha looped 8 ms" in perf.benchmark_alt(report, "forward", 8)
+    assert "mha looped 9 ms (IQR 1)" in pr.benchmark_alt(report, "forward", 8)
     with pytest.raises(ValueError, match="measure must be"):
         viz.perf.render_benchmark(report, measure="backward")
+    fig = viz.perf.plot_decode_roofline()
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [
+        "MHA, g = 32",
+        "GQA, g = 8",
+        "MQA, g = 1",
+        "weights alone",
+    ]
+    plt.close(fig)
+    decoding = {
+        "steps": [
+            {"num_kv_heads": g, "time": pr.summarize_samples([1.0, 2.0]), "weight_bytes": 10, "cache_bytes": 5 * g}
+            for g in (4, 1)
+        ],
+        "bandwidth": {"bytes_per_s": 1e9},
+    }
+    fig = viz.perf.plot_decode_steps(decoding)
+    assert len(fig.axes[0].get_legend().get_texts()) == 3
+    plt.close(fig)
 
 
 def test_stored_results_are_valid():
-    """The repository's stored results (when present) pass the same checks the chapter makes."""
+    """The repository's stored results pass the checks the chapter makes and agree with the formulas."""
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "cpu.json"
     if not path.is_file():
         skip_or_fail("no stored CPU results yet")
-    for report in perf.load_results(path):
-        for entry in report["decoding"]:
+    for report in pr.load_results(path):
+        head_dim = report["d_model"] // report["num_heads"]
+        for entry in report["decoding"]["generation"]:
             assert (
                 entry["cache_bytes"]
                 == entry["kv_cache_bytes_formula"]
-                == mha.kv_cache_bytes(
-                    1, entry["new_tokens"], 1, entry["num_kv_heads"], report["d_model"] // report["num_heads"], 4
-                )
+                == mha.kv_cache_bytes(1, entry["new_tokens"], 1, entry["num_kv_heads"], head_dim, 4)
             )
+        for step in report["decoding"]["steps"]:
+            g, b, n = step["num_kv_heads"], step["batch_size"], step["context_len"]
+            assert step["cache_bytes"] == mha.kv_cache_bytes(b, n, 1, g, head_dim, 4)
+            assert step["weight_bytes"] == mha.attention_params(report["d_model"], report["num_heads"], g) * 4
         summary = report["summary"]
-        sdpa, torch_fast = perf.IMPLS[2], perf.IMPLS[4]
-        assert summary["ours_over_torch_need_weights_false"] == perf.time_ratio(
-            report, sdpa, torch_fast, summary["seq_len"]
-        )
+        assert summary["fused_over_bare"] == pr.paired_ratio(report, pr.FUSED, pr.BARE, summary["seq_len"])
+
+
+def test_verdict_and_table():
+    assert pr.verdict({"q1": 1.01, "median": 1.2, "q3": 1.3}) == "A slower"
+    assert pr.verdict({"q1": 0.7, "median": 0.8, "q3": 0.99}) == "A faster"
+    assert pr.verdict({"q1": 0.9, "median": 1.05, "q3": 1.1}) == "no clear difference"
+    table = pr.timing_table(fake_report(), key="forward").splitlines()
+    assert len(table) == 1 + len(pr.MAIN_IMPLS) and "T = 16" in table[0]
+    assert table[1].split() == ["mha", "looped", "9.0", "(", "1.0)", "17.0", "(", "1.0)"]
+
+
+def test_decode_speedups_pair_rounds_and_count_bytes():
+    report = fake_report()
+    report["num_heads"] = 4
+    report["decoding"] = {
+        "bandwidth": {"bytes_per_s": 1e6},
+        "steps": [
+            {
+                "num_kv_heads": 4,
+                "batch_size": 2,
+                "context_len": 8,
+                "weight_bytes": 100,
+                "cache_bytes": 300,
+                "time": pr.summarize_samples([4.0, 8.0, 6.0]),
+            },
+            {
+                "num_kv_heads": 1,
+                "batch_size": 2,
+                "context_len": 8,
+                "weight_bytes": 60,
+                "cache_bytes": 40,
+                "time": pr.summarize_samples([2.0, 2.0, 3.0]),
+            },
+        ],
+    }
+    speedups = pr.decode_speedups(report)
+    assert list(speedups) == [(2, 8, 1)]
+    sp = speedups[2, 8, 1]
+    assert sp["median"] == 2.0 and (sp["q1"], sp["q3"]) == (2.0, 3.0)  # rounds: 4/2, 8/2, 6/3
+    assert sp["bytes_ratio"] == 4.0 and sp["mha_ms"] == 6.0 and sp["mha_bound_ms"] == pytest.approx(0.4)

@@ -1,15 +1,32 @@
-"""Chapter 6's figures: stored benchmark timings and memory against sequence length, and its explorer.
+"""Chapter 6's figures: stored benchmark timings (medians with IQR error bars), memory, the decoding
+roofline, and the explorer's frames.
 
-The numbers come from :mod:`mha.chapters.perf` (which reads ``benchmarks/results/<device>.json``).
+The numbers come from :mod:`mha.chapters.perf_results` (which reads
+``benchmarks/results/<device>.json``) and :mod:`mha.chapters.perf` (exact byte counts).
 """
 
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
-from ..chapters.perf import IMPLS, SHORT_NAMES, median_ms, memory_bytes, seq_lens
+from ..chapters.perf import DECODE_MODEL, model_decode_step_bytes, model_weight_bytes
+from ..chapters.perf_results import (
+    IMPLS,
+    LOOPED,
+    MAIN_IMPLS,
+    MEASURES,
+    SHORT_NAMES,
+    WEIGHTS,
+    memory_bytes,
+    paired_ratio,
+    seq_lens,
+    timing,
+)
 from .plotting import HEAD_COLORS, use_style
+
+GIB = 2**30
 
 
 def _plain_log_ticks(ax) -> None:
@@ -19,74 +36,156 @@ def _plain_log_ticks(ax) -> None:
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
-def _color(impl: str) -> str:
-
+def _color(impl) -> str:
     return HEAD_COLORS[IMPLS.index(impl) % len(HEAD_COLORS)] if impl in IMPLS else "0.5"
 
 
-def plot_time_vs_seq_len(report, *, key: str = "forward_backward", impls=IMPLS, ax=None):
-    """Median time against T, one line per implementation (log-log), from a stored report."""
-    what = "forward + backward" if key == "forward_backward" else "forward"
-    title = f"{what}, {report['environment']['device']} {report['environment']['dtype']}"
-    return _plot_vs_seq_len(
-        report, "timings", lambda impl, t: median_ms(report, impl, t, key), "median time (ms)", title, impls, ax
-    )
-
-
-def plot_memory_vs_seq_len(report, *, impls=IMPLS, ax=None):
-    """Activations saved for the backward pass (MiB) against T, from a stored report."""
-    title = f"memory, batch {report['batch_size']}, {report['num_heads']} heads"
-    return _plot_vs_seq_len(
-        report,
-        "memory",
-        lambda impl, t: memory_bytes(report, impl, t) / 2**20,
-        "saved for backward (MiB)",
-        title,
-        impls,
-        ax,
-    )
-
-
-def _plot_vs_seq_len(report, table, value, ylabel, title, impls, ax):
-    """One line per implementation of ``value(impl, T)`` against T, both axes logarithmic."""
+def _axes(ax):
     use_style()
-    fig, ax = plt.subplots() if ax is None else (ax.figure, ax)
-    lengths = seq_lens(report, table)
-    for impl in impls:
-        ax.plot(lengths, [value(impl, t) for t in lengths], "o-", color=_color(impl), label=SHORT_NAMES.get(impl, impl))
+    return plt.subplots() if ax is None else (ax.figure, ax)
+
+
+def _log2_lengths(ax, lengths) -> None:
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
     ax.set_xticks(lengths, [str(t) for t in lengths])
     ax.set_xlabel("sequence length T (tokens)")
-    ax.set_ylabel(ylabel)
+
+
+def plot_time_vs_seq_len(report, *, key: str = "forward_backward", impls=MAIN_IMPLS, ax=None):
+    """Median time against T, one line per implementation (log-log), the IQR as error bars."""
+    fig, ax = _axes(ax)
+    lengths = seq_lens(report)
+    for impl in impls:
+        records = [timing(report, impl, t, key) for t in lengths]
+        medians = np.array([r["median_ms"] for r in records])
+        spread = np.array([[m - r["q1_ms"], r["q3_ms"] - m] for m, r in zip(medians, records)]).T
+        label = SHORT_NAMES.get(impl, impl)
+        ax.errorbar(lengths, medians, yerr=spread, fmt="o-", capsize=3, color=_color(impl), label=label)
+    _log2_lengths(ax, lengths)
+    ax.set_yscale("log")
+    ax.set_ylabel("median time (ms), bars: IQR")
     _plain_log_ticks(ax)
-    ax.set_title(title)
-    ax.legend(fontsize=8)
+    what = "forward + backward" if key == "forward_backward" else "forward"
+    ax.set_title(f"{what}, {report['environment']['device']} {report['environment']['dtype']}")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def plot_ratio_vs_seq_len(report, pairs, *, ax=None, title=None):
+    """Per-round ratio (median, IQR bars) against T for each ``(numerator, denominator, key)``;
+    the dashed line at 1 is 'equally fast'."""
+    fig, ax = _axes(ax)
+    lengths = seq_lens(report)
+    for i, (top, bottom, key) in enumerate(pairs):
+        stats = [paired_ratio(report, top, bottom, t, key) for t in lengths]
+        medians = np.array([s["median"] for s in stats])
+        spread = np.array([[m - s["q1"], s["q3"] - m] for m, s in zip(medians, stats)]).T
+        what = "forward + backward" if key == "forward_backward" else "forward"
+        label = f"{SHORT_NAMES.get(top, top)} / {SHORT_NAMES.get(bottom, bottom)}, {what}"
+        ax.errorbar(lengths, medians, yerr=spread, fmt="o-", capsize=3, color=HEAD_COLORS[i], label=label)
+    ax.axhline(1.0, color="0.4", linestyle="--", linewidth=1)
+    _log2_lengths(ax, lengths)
+    ax.set_ylabel("time ratio per round (median, IQR)")
+    ax.set_title(title or "time ratios")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def plot_looped_vs_batched(report, *, ax=None):
+    """Looped / batched (both returning weights), forward and forward + backward, per round."""
+    pairs = [(LOOPED, WEIGHTS, key) for key in MEASURES]
+    return plot_ratio_vs_seq_len(report, pairs, ax=ax, title="loop over heads / one batched product")
+
+
+def plot_memory_vs_seq_len(report, *, impls=MAIN_IMPLS, ax=None):
+    """Activations saved for the backward pass (MiB) against T, from a stored report."""
+    fig, ax = _axes(ax)
+    lengths = seq_lens(report, "memory")
+    for impl in impls:
+        mib = [memory_bytes(report, impl, t) / 2**20 for t in lengths]
+        ax.plot(lengths, mib, "o-", color=_color(impl), label=SHORT_NAMES.get(impl, impl))
+    _log2_lengths(ax, lengths)
+    ax.set_yscale("log")
+    ax.set_ylabel("saved for backward (MiB)")
+    _plain_log_ticks(ax)
+    ax.set_title(f"memory, batch {report['batch_size']}, {report['num_heads']} heads")
+    ax.legend(fontsize=7)
     return fig
 
 
 def render_benchmark(report, measure: str = "forward+backward", seq_len: int | None = None):
-    """Explorer frame: horizontal bars of median time per implementation at one T.
+    """Explorer frame: horizontal bars of median time per implementation at one T, IQR as error bars.
 
-    ``measure`` is ``"forward"`` or ``"forward+backward"``. The fastest bar is labelled 1.00x and
-    each other bar with how many times slower it is.
+    ``measure`` is ``"forward"`` or ``"forward+backward"``. Each bar is labelled with its median
+    and how many times the fastest median it is.
     """
     key = {"forward": "forward", "forward+backward": "forward_backward"}.get(measure)
     if key is None:
         raise ValueError(f"measure must be 'forward' or 'forward+backward', found {measure!r}")
     seq_len = seq_lens(report)[-1] if seq_len is None else seq_len
     use_style()
-    times = [median_ms(report, impl, seq_len, key) for impl in IMPLS]
+    records = [timing(report, impl, seq_len, key) for impl in MAIN_IMPLS]
+    times = [r["median_ms"] for r in records]
+    spread = np.array([[t - r["q1_ms"], r["q3_ms"] - t] for t, r in zip(times, records)]).T
     fastest = min(times)
-    fig, ax = plt.subplots(figsize=(6.4, 2.8))
-    y = list(range(len(IMPLS)))[::-1]
-    ax.barh(y, times, color=[_color(i) for i in IMPLS])
-    ax.set_yticks(y, [SHORT_NAMES[i] for i in IMPLS])
-    for yi, t in zip(y, times):
-        ax.text(t, yi, f" {t:.0f} ms ({t / fastest:.2f}x)", va="center", fontsize=8)
-    ax.set_xlim(0, max(times) * 1.35)
-    ax.set_xlabel("median time (ms)")
+    fig, ax = plt.subplots(figsize=(6.4, 3.0))
+    y = list(range(len(MAIN_IMPLS)))[::-1]
+    ax.barh(y, times, xerr=spread, capsize=3, color=[_color(i) for i in MAIN_IMPLS])
+    ax.set_yticks(y, [SHORT_NAMES[i] for i in MAIN_IMPLS])
+    for yi, t, r in zip(y, times, records):
+        ax.text(r["q3_ms"], yi, f" {t:.0f} ms ({t / fastest:.2f}x)", va="center", fontsize=8)
+    ax.set_xlim(0, max(r["q3_ms"] for r in records) * 1.4)
+    ax.set_xlabel("median time (ms), bars: IQR")
     ax.set_title(f"{measure}, T = {seq_len}, batch {report['batch_size']}, d_model {report['d_model']}")
     # fixed margins: tight_layout would draw the figure once more, a third of a frame's time
-    fig.subplots_adjust(left=0.25, right=0.97, bottom=0.17, top=0.89)
+    fig.subplots_adjust(left=0.25, right=0.97, bottom=0.16, top=0.9)
+    return fig
+
+
+def plot_decode_roofline(*, kv_heads=(32, 8, 1), model: str = DECODE_MODEL, ax=None):
+    """Bytes one decoding step of ``model`` (fp16) reads against batch x context, for MHA, GQA and
+    MQA (log-log), with the weights alone as the floor every step pays."""
+    fig, ax = _axes(ax)
+    tokens = np.logspace(8, 21, 40, base=2)  # batch x context, 256 .. 2M
+    num_heads = max(kv_heads)
+    for i, g in enumerate(kv_heads):
+        name = "MHA" if g == num_heads else "MQA" if g == 1 else "GQA"
+        gib = [model_decode_step_bytes(1, int(t), g, model) / GIB for t in tokens]
+        ax.plot(tokens, gib, color=HEAD_COLORS[i], label=f"{name}, g = {g}")
+    ax.axhline(model_weight_bytes(model) / GIB, color="0.4", linestyle="--", linewidth=1, label="weights alone")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("batch x context (tokens in the KV cache)")
+    ax.set_ylabel("bytes read per step (GiB)")
+    _plain_log_ticks(ax)
+    ax.set_title(f"one decoding step of {model}, fp16")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def plot_decode_steps(decoding, *, ax=None):
+    """Measured time of one decoding step against the bytes it reads (weights + cache), one colour per
+    number of KV heads, with the roofline bytes / bandwidth (the measured read bandwidth)."""
+    fig, ax = _axes(ax)
+    steps = decoding["steps"]
+    bandwidth = decoding["bandwidth"]["bytes_per_s"]
+    for i, g in enumerate(sorted({s["num_kv_heads"] for s in steps}, reverse=True)):
+        mine = [s for s in steps if s["num_kv_heads"] == g]
+        mib = np.array([(s["weight_bytes"] + s["cache_bytes"]) / 2**20 for s in mine])
+        med = np.array([s["time"]["median_ms"] for s in mine])
+        spread = np.array([[m - s["time"]["q1_ms"], s["time"]["q3_ms"] - m] for m, s in zip(med, mine)]).T
+        ax.errorbar(mib, med, yerr=spread, fmt="o", capsize=3, color=HEAD_COLORS[i], label=f"measured, g = {g}")
+    span = np.array(
+        [
+            min(s["weight_bytes"] + s["cache_bytes"] for s in steps),
+            max(s["weight_bytes"] + s["cache_bytes"] for s in steps),
+        ]
+    )
+    ax.plot(span / 2**20, span / bandwidth * 1e3, "--", color="0.4", label=f"bytes / {bandwidth / 1e9:.0f} GB/s")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("bytes read per step (MiB): weights + KV cache")
+    ax.set_ylabel("median step time (ms), bars: IQR")
+    ax.set_title("one decoding step, measured against its roofline")
+    ax.legend(fontsize=7)
     return fig

@@ -1,0 +1,295 @@
+"""Chapter 6's stored benchmark results: load a ``benchmarks/results/<device>.json`` file and read it.
+
+``python -m benchmarks.bench_attention`` (``make bench``) writes the file; nothing here times
+anything. Every timing in a report is a list of samples taken **side by side**: in each round the
+benchmark runs every implementation once, in a rotating order, so a burst of load from another
+process slows all of them in that round rather than one implementation's whole measurement. A
+time is the median of its samples with the interquartile range (IQR) as its spread; a ratio of two
+implementations is the median of the per-round ratios (:func:`paired_ratio`), which cancels most
+of what the rounds share.
+
+Shape legend: B batch, H heads, T query length, S key length, D d_model.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+#: The layers the benchmark compares with the shape of BERT-base's attention, in table order.
+LOOPED = "looped (mha.LoopedMultiHeadAttention)"
+WEIGHTS = "mha.MultiHeadAttention, need_weights=True"
+READABLE_SDPA = "mha.MultiHeadAttention, need_weights=False"
+FUSED = "mha.FusedMultiHeadAttention, need_weights=False"
+TORCH_DEFAULT = "nn.MultiheadAttention (default)"
+TORCH_FAST = "nn.MultiheadAttention, need_weights=False"
+BARE = "bare PyTorch (F.linear, SDPA, F.linear)"
+#: Causal self-attention: the flag, the same layer with an explicit mask, the bare layer.
+FUSED_CAUSAL = "mha.FusedMultiHeadAttention, is_causal=True"
+FUSED_CAUSAL_MASK = "mha.FusedMultiHeadAttention, causal mask"
+BARE_CAUSAL = "bare PyTorch, is_causal=True"
+#: Grouped-query attention (G = H / 4) and multi-query attention (G = 1), with K and V read by the
+#: kernel (``enable_gqa``, what mha does) or copied per query head first (``repeat_interleave``).
+GQA = "GQA g=H/4, enable_gqa"
+GQA_REPEAT = "GQA g=H/4, repeat_interleave"
+MQA = "MQA g=1, enable_gqa"
+MQA_REPEAT = "MQA g=1, repeat_interleave"
+
+MAIN_IMPLS = (LOOPED, WEIGHTS, READABLE_SDPA, FUSED, TORCH_DEFAULT, TORCH_FAST, BARE)
+CAUSAL_IMPLS = (FUSED_CAUSAL, FUSED_CAUSAL_MASK, BARE_CAUSAL)
+GQA_IMPLS = (GQA, GQA_REPEAT, MQA, MQA_REPEAT)
+IMPLS = MAIN_IMPLS + CAUSAL_IMPLS + GQA_IMPLS
+#: Short names for plots and tables.
+SHORT_NAMES = {
+    LOOPED: "mha looped",
+    WEIGHTS: "mha weights",
+    READABLE_SDPA: "mha SDPA",
+    FUSED: "mha fused SDPA",
+    TORCH_DEFAULT: "torch default",
+    TORCH_FAST: "torch no weights",
+    BARE: "bare PyTorch",
+    FUSED_CAUSAL: "mha is_causal",
+    FUSED_CAUSAL_MASK: "mha causal mask",
+    BARE_CAUSAL: "bare is_causal",
+    GQA: "GQA enable_gqa",
+    GQA_REPEAT: "GQA repeat",
+    MQA: "MQA enable_gqa",
+    MQA_REPEAT: "MQA repeat",
+}
+MEASURES = ("forward", "forward_backward")
+#: Keys every stored report must have (:func:`check_report`).
+REPORT_KEYS = (
+    "environment",
+    "batch_size",
+    "d_model",
+    "num_heads",
+    "rounds",
+    "timings",
+    "memory",
+    "sdpa_backend",
+    "decoding",
+    "summary",
+)
+ENVIRONMENT_KEYS = (
+    "device",
+    "device_name",
+    "cpu_model",
+    "cpu_count",
+    "torch",
+    "isa",
+    "threads",
+    "dtype",
+    "python",
+    "load_average",
+    "load_average_after",
+)
+
+
+def quartiles(values) -> tuple[float, float, float]:
+    """(first quartile, median, third quartile) of ``values``, the definition every table uses.
+
+    Linear interpolation between order statistics (``statistics.quantiles(..., method="inclusive")``);
+    one value is its own three quartiles.
+    """
+    values = [float(v) for v in values]
+    if not values:
+        raise ValueError("quartiles of an empty list")
+    if len(values) == 1:
+        return values[0], values[0], values[0]
+    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, q2, q3
+
+
+def summarize_samples(samples_ms) -> dict:
+    """``{"median_ms", "q1_ms", "q3_ms", "iqr_ms", "repeats", "samples_ms"}`` of timing samples (ms)."""
+    q1, median, q3 = quartiles(samples_ms)
+    return {
+        "median_ms": median,
+        "q1_ms": q1,
+        "q3_ms": q3,
+        "iqr_ms": q3 - q1,
+        "repeats": len(samples_ms),
+        "samples_ms": [float(s) for s in samples_ms],
+    }
+
+
+def check_report(report) -> dict:
+    """Raise ``ValueError`` naming what is missing when ``report`` is not a benchmark report."""
+    if not isinstance(report, dict):
+        raise ValueError(f"a benchmark report must be a dict, found {type(report).__name__}")
+    missing = [k for k in REPORT_KEYS if k not in report]
+    if missing:
+        raise ValueError(f"benchmark report lacks keys {missing} (written by an older benchmark? run make bench)")
+    missing = [k for k in ENVIRONMENT_KEYS if k not in report["environment"]]
+    if missing:
+        raise ValueError(f"benchmark report's environment lacks keys {missing}")
+    for i, row in enumerate(report["timings"]):
+        for key in ("impl", "seq_len", *MEASURES):
+            if key not in row:
+                raise ValueError(f"timings[{i}] lacks key {key!r}")
+        for key in MEASURES:
+            samples = row[key].get("samples_ms", [])
+            if not samples or not all(s > 0 for s in samples) or not row[key].get("median_ms", 0) > 0:
+                raise ValueError(f"timings[{i}][{key!r}] needs positive samples_ms and median_ms")
+    for i, row in enumerate(report["memory"]):
+        if not {"impl", "seq_len", "saved_activation_bytes"} <= set(row):
+            raise ValueError(f"memory[{i}] needs impl, seq_len and saved_activation_bytes, found {sorted(row)}")
+    missing = [impl for impl in IMPLS if impl not in {r["impl"] for r in report["timings"]}]
+    if missing:
+        raise ValueError(f"benchmark report has no timings for {missing}")
+    return report
+
+
+def load_results(path) -> list[dict]:
+    """The reports (one per dtype) of a ``benchmarks/results/<device>.json`` file, checked."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no benchmark results at {path}: run python -m benchmarks.bench_attention")
+    reports = json.loads(path.read_text())
+    if not isinstance(reports, list) or not reports:
+        raise ValueError(f"{path} must hold a non-empty list of reports, found {type(reports).__name__}")
+    return [check_report(r) for r in reports]
+
+
+def load_history(path) -> list[dict]:
+    """The summaries of earlier runs, one per line of ``benchmarks/results/<device>-history.jsonl``."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def seq_lens(report, table: str = "timings") -> list[int]:
+    """The sequence lengths of a report's ``timings`` or ``memory`` table, sorted."""
+    return sorted({r["seq_len"] for r in report[table]})
+
+
+def timing(report, impl: str, seq_len: int, key: str = "forward_backward") -> dict:
+    """The timing record (median, quartiles, samples in ms) of ``impl`` at ``seq_len``."""
+    if key not in MEASURES:
+        raise ValueError(f"key must be one of {MEASURES}, found {key!r}")
+    for row in report["timings"]:
+        if row["impl"] == impl and row["seq_len"] == seq_len:
+            return row[key]
+    raise KeyError(f"no timing for {impl!r} at seq_len {seq_len}")
+
+
+def median_ms(report, impl: str, seq_len: int, key: str = "forward_backward") -> float:
+    """Median time (ms) of ``impl`` at ``seq_len``; ``key`` is ``forward`` or ``forward_backward``."""
+    return timing(report, impl, seq_len, key)["median_ms"]
+
+
+def memory_bytes(report, impl: str, seq_len: int) -> int:
+    """Saved-activation bytes of ``impl`` at ``seq_len`` in a report."""
+    for row in report["memory"]:
+        if row["impl"] == impl and row["seq_len"] == seq_len:
+            return row["saved_activation_bytes"]
+    raise KeyError(f"no memory entry for {impl!r} at seq_len {seq_len}")
+
+
+def time_ratio(report, numerator: str, denominator: str, seq_len: int, key: str = "forward_backward") -> float:
+    """median(numerator) / median(denominator): below 1 means ``numerator`` is faster."""
+    return median_ms(report, numerator, seq_len, key) / median_ms(report, denominator, seq_len, key)
+
+
+def paired_ratio(report, numerator: str, denominator: str, seq_len: int, key: str = "forward_backward") -> dict:
+    """The ratio of two implementations round by round: ``{"median", "q1", "q3", "rounds"}``.
+
+    Round ``r`` ran both implementations within seconds of each other, so its ratio is what a
+    change of load between rounds does not move. Below 1 means ``numerator`` is faster.
+    """
+    top = timing(report, numerator, seq_len, key)["samples_ms"]
+    bottom = timing(report, denominator, seq_len, key)["samples_ms"]
+    if len(top) != len(bottom):
+        raise ValueError(f"{numerator!r} and {denominator!r} have {len(top)} and {len(bottom)} rounds")
+    q1, median, q3 = quartiles([a / b for a, b in zip(top, bottom)])
+    return {"median": median, "q1": q1, "q3": q3, "rounds": len(top)}
+
+
+def verdict(ratio: dict) -> str:
+    """What a per-round ratio (:func:`paired_ratio`) of A / B says, judged by its quartiles.
+
+    ``"A slower"`` when even the first quartile is above 1, ``"A faster"`` when even the third
+    is below 1, else ``"no clear difference"``: the middle half of the rounds straddles 1.
+    """
+    if ratio["q1"] > 1:
+        return "A slower"
+    if ratio["q3"] < 1:
+        return "A faster"
+    return "no clear difference"
+
+
+def timing_table(report, impls=MAIN_IMPLS, key: str = "forward_backward") -> str:
+    """Median (IQR) in ms of ``impls`` at every length of a report, as aligned text."""
+    lengths = seq_lens(report)
+    width = max(len(SHORT_NAMES.get(i, i)) for i in impls)
+    lines = [f"{'':{width}s}" + "".join(f"{'T = ' + str(t):>18s}" for t in lengths)]
+    for impl in impls:
+        cells = []
+        for t in lengths:
+            record = timing(report, impl, t, key)
+            cells.append(f"{record['median_ms']:>9.1f} ({record['iqr_ms']:5.1f})")
+        lines.append(f"{SHORT_NAMES.get(impl, impl):{width}s}" + "".join(f"{c:>18s}" for c in cells))
+    return "\n".join(lines)
+
+
+def decode_speedups(report) -> dict:
+    """Measured speed-up of one decoding step with fewer KV heads, against the bytes it saves.
+
+    For every (batch, context) of ``report["decoding"]["steps"]`` and every G below H:
+    ``{(B, n, G): {"median", "q1", "q3"}}`` of the per-round ratio time(MHA) / time(G), with
+    ``bytes_ratio`` = bytes(MHA) / bytes(G) (weights + cache: the most a memory-bound step could
+    gain), ``mha_ms`` the measured MHA step and ``mha_bound_ms`` its bytes / measured bandwidth.
+    """
+    decoding = report["decoding"]
+    bandwidth = decoding["bandwidth"]["bytes_per_s"]
+    steps = {(s["batch_size"], s["context_len"], s["num_kv_heads"]): s for s in decoding["steps"]}
+    heads = report["num_heads"]
+    found = {}
+    for (b, n, g), step in sorted(steps.items(), key=lambda item: (item[0][0] * item[0][1], -item[0][2])):
+        if g == heads:
+            continue
+        base = steps[b, n, heads]
+        q1, median, q3 = quartiles([a / c for a, c in zip(base["time"]["samples_ms"], step["time"]["samples_ms"])])
+        base_bytes = base["weight_bytes"] + base["cache_bytes"]
+        found[b, n, g] = {
+            "median": median,
+            "q1": q1,
+            "q3": q3,
+            "bytes_ratio": base_bytes / (step["weight_bytes"] + step["cache_bytes"]),
+            "mha_ms": base["time"]["median_ms"],
+            "mha_bound_ms": base_bytes / bandwidth * 1e3,
+        }
+    return found
+
+
+def describe(report) -> str:
+    """One line naming the machine, versions and load a report was measured with."""
+    env = report["environment"]
+    return (
+        f"{env['device']} ({env['device_name']}, {env['cpu_count']} CPUs, {env['isa']}), torch {env['torch']}, "
+        f"{env['threads']} threads, {env['dtype']}, load average {env['load_average']:.1f} before and "
+        f"{env['load_average_after']:.1f} after"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The explorer's controls and alt text (mha.viz.perf.render_benchmark draws its frames)
+# ---------------------------------------------------------------------------------------------
+
+
+def explorer_controls(report) -> dict:
+    """``{"measure": ["forward", "forward+backward"], "seq_len": [...]}`` for :func:`mha.viz.perf.render_benchmark`."""
+    return {"measure": ["forward", "forward+backward"], "seq_len": seq_lens(report)}
+
+
+def benchmark_alt(report, measure: str = "forward+backward", seq_len: int | None = None) -> str:
+    """Alt text of a :func:`mha.viz.perf.render_benchmark` frame."""
+    key = "forward" if measure == "forward" else "forward_backward"
+    seq_len = seq_lens(report)[-1] if seq_len is None else seq_len
+    parts = []
+    for impl in MAIN_IMPLS:
+        t = timing(report, impl, seq_len, key)
+        parts.append(f"{SHORT_NAMES[impl]} {t['median_ms']:.0f} ms (IQR {t['iqr_ms']:.0f})")
+    return f"Median {measure} time at T = {seq_len}: " + ", ".join(parts) + "."
