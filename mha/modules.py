@@ -264,13 +264,24 @@ class MultiHeadAttention(nn.Module):
 
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> MultiHeadAttention:
-        """Copy the weights of ``torch.nn.MultiheadAttention`` (``batch_first`` either way)."""
+        """Copy the weights of ``torch.nn.MultiheadAttention`` (``batch_first`` either way).
+
+        Every constructor option either carries over exactly (``embed_dim``, ``num_heads``,
+        ``dropout``, ``bias``, ``device``, ``dtype``; ``batch_first`` only changes the input
+        layout, and ``to_torch(batch_first=...)`` restores it) or is refused with a ValueError:
+        ``add_bias_kv``, ``add_zero_attn`` and ``kdim``/``vdim`` other than ``embed_dim`` make
+        PyTorch compute a function this layer does not have. The training mode is copied too.
+        """
         if not isinstance(m, nn.MultiheadAttention):
             raise TypeError(f"m must be a torch.nn.MultiheadAttention, found {type(m).__name__}")
-        if not m._qkv_same_embed_dim or m.bias_k is not None:
-            raise ValueError("m must use kdim = vdim = embed_dim and add_bias_kv=False")
+        if m.kdim != m.embed_dim or m.vdim != m.embed_dim:
+            raise ValueError(f"m must have kdim = vdim = embed_dim ({m.embed_dim}), found kdim {m.kdim}, vdim {m.vdim}")
+        if m.bias_k is not None:  # an extra learned key and value appended to every sequence
+            raise ValueError("m must have add_bias_kv=False (mha has no extra key/value), found add_bias_kv=True")
+        if m.add_zero_attn:  # a zero key and value appended to every sequence: another softmax
+            raise ValueError("m must have add_zero_attn=False (mha has no zero key/value), found add_zero_attn=True")
         bias = m.in_proj_bias is not None
-        new = cls(m.embed_dim, m.num_heads, bias=bias, dropout=m.dropout).to(m.in_proj_weight)
+        new = cls(m.embed_dim, m.num_heads, bias=bias, dropout=m.dropout).to(m.in_proj_weight).train(m.training)
         with torch.no_grad():
             for proj, w in zip((new.q_proj, new.k_proj, new.v_proj), m.in_proj_weight.chunk(3)):
                 proj.weight.copy_(w)
@@ -281,7 +292,7 @@ class MultiHeadAttention(nn.Module):
         return new
 
     def to_torch(self, batch_first: bool = True) -> nn.MultiheadAttention:
-        """A ``torch.nn.MultiheadAttention`` with the same weights."""
+        """A ``torch.nn.MultiheadAttention`` with the same weights, dropout and training mode."""
         bias = self.q_proj.bias is not None
         ref = self.q_proj.weight
         m = nn.MultiheadAttention(
@@ -292,7 +303,7 @@ class MultiHeadAttention(nn.Module):
             batch_first=batch_first,
             device=ref.device,
             dtype=ref.dtype,
-        )
+        ).train(self.training)
         with torch.no_grad():
             m.in_proj_weight.copy_(torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight]))
             if bias:

@@ -194,6 +194,33 @@ def test_flops_split_and_crossover():
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("d_model,num_heads,d_ff,seq_len", [(64, 4, 256, 32), (48, 3, 192, 17), (32, 8, 100, 9)])
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_block_flops_match_flop_counter_on_torch_layer(d_model, num_heads, d_ff, seq_len, dropout):
+    """A whole block: nn.TransformerEncoderLayer (training mode, whatever attention kernel it picks)."""
+    cfg = C.ModelConfig("tiny", "gpt2", d_model, num_heads, 1, d_ff, 1)
+    layer = nn.TransformerEncoderLayer(d_model, num_heads, d_ff, dropout=dropout, batch_first=True)
+    counted = C.count_forward_flops(layer, randn(1, seq_len, d_model, seed=1))
+    parts = C.block_flops_split(seq_len, cfg)
+    assert counted == parts["total"] == parts["linear"] + parts["attention"]
+    assert parts["mlp"] == 2 * 2 * seq_len * d_model * d_ff
+    # the course's own encoder layer computes (and is counted as) the same
+    assert C.count_forward_flops(mha.EncoderLayer(d_model, num_heads, d_ff), randn(1, seq_len, d_model)) == counted
+
+
+def test_block_crossover():
+    for cfg in C.CLASSIC_CONFIGS:  # 4·d MLP: the block's linear layers cost 24·n·d², attention 4·n²·d
+        assert C.block_crossover_seq_len(cfg) == 6 * cfg.d_model
+        at = C.block_flops_split(6 * cfg.d_model, cfg)
+        assert at["linear"] == at["attention"]
+    assert C.block_crossover_seq_len(C.config("GPT-2 small")) == 4608
+    llama = C.config("Llama-2-7B")  # SwiGLU: three D x F matrices
+    assert C.block_flops_split(1, llama)["mlp"] == 3 * 2 * 4096 * 11008
+    assert C.block_crossover_seq_len(llama) == 2 * 4096 + 1.5 * 11008
+    assert all(cfg.train_context == 4096 for cfg in C.LLAMA2_CONFIGS)
+    assert all(cfg.train_context == cfg.max_positions for cfg in C.CLASSIC_CONFIGS)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 @pytest.mark.parametrize("num_heads,num_kv_heads", [(4, 4), (4, 2), (4, 1)])
 def test_kv_cache_bytes_during_decoding(dtype, num_heads, num_kv_heads):
@@ -347,3 +374,114 @@ def test_format_helpers():
 def test_errors(call, exc, msg):
     with pytest.raises(exc, match=msg):
         call()
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercise checkers: right answers, each typical slip, malformed input
+# ---------------------------------------------------------------------------------------------
+
+MALFORMED = [
+    ("49152", "found the string '49152'"),
+    (float("nan"), "finite number, found nan"),
+    (float("inf"), "finite number, found inf"),
+    (None, "found NoneType"),
+    ([49152], "found list"),
+    (torch.ones(2), "found a tensor of shape (2,)"),
+    (True, "found bool"),
+]
+
+
+@pytest.mark.parametrize("bad,message", MALFORMED)
+def test_checkers_answer_malformed_input_with_a_message(bad, message):
+    for verdict in (
+        C.check_max_context(bad, "Llama-2-7B"),
+        C.check_attention_params(bad, 8192, 64, 8, bias=False),
+        C.check_max_kv_heads(bad),
+    ):
+        assert not verdict.ok and verdict.first_error == "input"
+        assert message in repr(verdict) and "cannot check this answer" in repr(verdict)
+
+
+def test_check_max_context():
+    budget = 24 * C.GIB
+    for model, precision, expected in [
+        ("Llama-2-7B", "fp16", 49_152),
+        ("Llama-2-7B", "8-bit", 98_304),
+        ("Llama-2-70B", "fp16", 78_643),
+    ]:
+        cfg = C.config(model)
+        assert (
+            C.max_context(budget, cfg.num_layers, cfg.kv_heads, cfg.head_dim, C.BYTES_PER_ELEMENT[precision])
+            == expected
+        )
+        assert C.check_max_context(expected, model, precision).ok
+        assert C.check_max_context(torch.tensor(expected), model, precision).ok
+    slips = {
+        49_153: "round down",
+        98_304: "keys AND values",
+        32 * 49_152: "32 layers",
+        24 * 10**9 // (512 * 2**10): "binary units",
+        24_576: "takes 2 bytes, not 4",
+        49_152.5: "whole number of tokens",
+        1000: "divide the budget",
+    }
+    for answer, hint in slips.items():
+        verdict = C.check_max_context(answer, "Llama-2-7B", "fp16")
+        assert not verdict.ok and verdict.first_error == "tokens" and hint in repr(verdict), (answer, repr(verdict))
+    assert "only the g = 8 key/value heads" in repr(C.check_max_context(78_643 // 8, "Llama-2-70B"))
+    assert "not 2" in repr(C.check_max_context(98_304 // 2, "Llama-2-7B", "8-bit"))
+    assert "own cache" in repr(C.check_max_context(49_152, "Llama-2-7B", batch_size=8))
+    assert C.check_max_context(49_152 // 8, "Llama-2-7B", batch_size=8).ok
+
+
+def test_check_attention_params():
+    right = mha.attention_params(8192, 64, 8, bias=False)
+    assert right == 150_994_944 and C.check_attention_params(right, 8192, 64, 8, bias=False).ok
+    assert C.check_attention_params(mha.attention_params(768, 12), 768, 12).ok
+    assert C.check_attention_params(float(right), 8192, 64, 8, bias=False).ok
+    slips = {
+        C.source_kv_params(8192, 64, 8): "W_O is missing",
+        4 * 8192**2: "that is multi-head attention",
+        (3 * 64 + 8) * 128 * 8192: "both W_K and W_V shrink",
+        C.source_single_head_count(8192, 64): "one head's W_Q, W_K, W_V",
+        mha.attention_params(8192, 64, 8, bias=True): "no biases to add",
+        12345: "add W_Q",
+    }
+    for answer, hint in slips.items():
+        verdict = C.check_attention_params(answer, 8192, 64, 8, bias=False)
+        assert not verdict.ok and verdict.first_error == "count" and hint in repr(verdict), (answer, repr(verdict))
+    verdict = C.check_attention_params(mha.attention_params(768, 12, bias=False), 768, 12, bias=True)
+    assert "biases are missing: 3,072" in repr(verdict)
+
+
+def test_check_max_kv_heads():
+    assert C.check_max_kv_heads(4).ok
+    for answer, hint in {
+        6: "must divide h = 32",
+        8: "needs 32.00 GiB",
+        2: "a larger divisor of 32 fits too",
+        0: "whole number from 1 to h",
+        2.5: "whole number from 1 to h",
+    }.items():
+        verdict = C.check_max_kv_heads(answer)
+        assert not verdict.ok and hint in repr(verdict), (answer, repr(verdict))
+    assert C.check_max_kv_heads(1, batch_size=32).ok  # only MQA fits: 32 sequences need 16 GiB with g = 1
+
+
+def test_explorers_open_on_the_case_the_text_discusses():
+    """An explorer shows its first combination until the reader moves a control."""
+    opening_cost = {name: values[0] for name, values in viz.configs.COST_CONTROLS.items()}
+    gpt2 = C.config("GPT-2 small")
+    assert opening_cost == {"d_model": gpt2.d_model, "num_heads": gpt2.num_heads, "seq_len": gpt2.train_context}
+    opening_kv = {name: values[0] for name, values in viz.configs.KV_CONTROLS.items()}
+    llama = C.config("Llama-2-7B")
+    assert opening_kv == {
+        "num_kv_heads": llama.kv_heads,
+        "num_layers": llama.num_layers,
+        "batch_size": 1,
+        "precision": "fp16",
+    }
+    values = C.kv_explorer_values(**opening_kv)
+    assert values["max_context"] == 49_152 <= viz.configs.KV_EXPLORER_MAX_LEN  # the crossing is on the axis
+    # not a flat line: the opening cache reaches the budget within the plotted range
+    assert viz.configs.KV_EXPLORER_MAX_LEN * values["per_token"] > C.KV_EXPLORER_MODEL["budget_bytes"]

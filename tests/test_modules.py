@@ -343,7 +343,7 @@ def test_forward_errors():
 def test_from_torch_errors():
     with pytest.raises(TypeError, match="m must be a torch.nn.MultiheadAttention, found Linear"):
         mha.MultiHeadAttention.from_torch(nn.Linear(2, 2))
-    with pytest.raises(ValueError, match="kdim = vdim = embed_dim"):
+    with pytest.raises(ValueError, match=r"kdim = vdim = embed_dim \(8\), found kdim 4, vdim 4"):
         mha.MultiHeadAttention.from_torch(nn.MultiheadAttention(8, 2, kdim=4, vdim=4))
     with pytest.raises(TypeError, match="m must be an mha.MultiHeadAttention"):
         mha.LoopedMultiHeadAttention.from_multi_head(nn.Linear(2, 2))
@@ -351,6 +351,90 @@ def test_from_torch_errors():
         mha.FusedMultiHeadAttention.from_multi_head(mha.GroupedQueryAttention(8, 2, 1))
     with pytest.raises(TypeError, match="m must be a torch.nn.MultiheadAttention, found Linear"):
         mha.FusedMultiHeadAttention.from_torch(nn.Linear(2, 2))
+
+
+#: Every constructor option of nn.MultiheadAttention, with the values tried (other than the default)
+#: and what from_torch must do: None = carry it over exactly, else the ValueError it must raise.
+#: A torch release that adds an option fails test_every_constructor_option_is_covered until the
+#: option is added here: a new option may change what the module computes (as add_zero_attn did,
+#: which from_torch once copied silently, giving a different function).
+TORCH_MHA_OPTIONS = {
+    "embed_dim": ([12], None),
+    "num_heads": ([1, 4], None),
+    "dropout": ([0.25], None),
+    "bias": ([False], None),
+    "add_bias_kv": ([True], "add_bias_kv=False"),
+    "add_zero_attn": ([True], "add_zero_attn=False"),
+    "kdim": ([6], r"kdim = vdim = embed_dim \(12\), found kdim 6, vdim 12"),
+    "vdim": ([6], r"kdim = vdim = embed_dim \(12\), found kdim 12, vdim 6"),
+    "batch_first": ([True], None),
+    "device": (["cpu"], None),
+    "dtype": ([torch.float64], None),
+}
+
+
+def option_cases():
+    for name, (values, error) in TORCH_MHA_OPTIONS.items():
+        for value in values:
+            yield pytest.param(name, value, error, id=f"{name}={value}")
+    yield pytest.param("kdim", 12, None, id="kdim=embed_dim")  # spelled out, still the same layer
+    yield pytest.param("vdim", 12, None, id="vdim=embed_dim")
+
+
+def test_every_constructor_option_is_covered():
+    import inspect
+
+    options = [p for p in inspect.signature(nn.MultiheadAttention.__init__).parameters if p != "self"]
+    assert sorted(options) == sorted(TORCH_MHA_OPTIONS), (
+        "nn.MultiheadAttention's constructor options changed: decide for each new one whether "
+        "from_torch carries it over exactly or refuses it, and add it to TORCH_MHA_OPTIONS"
+    )
+
+
+@pytest.mark.parametrize("cls", MHA_CLASSES)
+@pytest.mark.parametrize("name,value,error", list(option_cases()))
+def test_from_torch_each_option_round_trips_or_is_refused(cls, name, value, error):
+    kwargs = {"embed_dim": 12, "num_heads": 2, name: value}
+    torch.manual_seed(0)
+    ref = nn.MultiheadAttention(**kwargs)
+    if error is not None:
+        with pytest.raises(ValueError, match=error):
+            cls.from_torch(ref)
+        return
+    ours = cls.from_torch(ref)
+    dtype = ref.out_proj.weight.dtype
+    x = randn(2, 5, ref.embed_dim, seed=1, dtype=dtype)
+    x_ref = x if ref.batch_first else x.transpose(0, 1)  # (B, T, D) or (T, B, D)
+    for training in (False, True):  # in training mode dropout draws the same mask from the same seed
+        ref.train(training)
+        ours = cls.from_torch(ref)
+        assert ours.training == training
+        torch.manual_seed(2)
+        ref_out, ref_w = ref(x_ref, x_ref, x_ref, average_attn_weights=False)
+        torch.manual_seed(2)
+        out, w = ours(x)
+        out_ref = ref_out if ref.batch_first else ref_out.transpose(0, 1)
+        assert out.dtype == dtype and (out - out_ref).abs().max() < TOL[dtype]
+        if not training or ref.dropout == 0:  # PyTorch returns the weights after dropout, mha before
+            assert (w - ref_w).abs().max() < TOL[dtype]
+    # and back: to_torch rebuilds the same options and the same parameters, bit for bit
+    back = ours.to_torch(batch_first=ref.batch_first)
+    for attr in ("embed_dim", "num_heads", "dropout", "batch_first", "kdim", "vdim", "add_zero_attn", "training"):
+        assert getattr(back, attr) == getattr(ref, attr), attr
+    assert back.bias_k is None and back.in_proj_weight.device == ref.in_proj_weight.device
+    ref_params, back_params = dict(ref.named_parameters()), dict(back.named_parameters())
+    assert ref_params.keys() == back_params.keys()
+    assert all(torch.equal(p, back_params[n]) and p.dtype == back_params[n].dtype for n, p in ref_params.items())
+
+
+def test_add_zero_attn_is_a_different_function():
+    """Why from_torch refuses it: PyTorch appends a zero key and value, which takes softmax weight."""
+    torch.manual_seed(0)
+    ref = nn.MultiheadAttention(8, 2, add_zero_attn=True, batch_first=True).eval()
+    plain = nn.MultiheadAttention(8, 2, batch_first=True).eval()
+    plain.load_state_dict(ref.state_dict())
+    x = randn(2, 5, 8, seed=1)
+    assert (ref(x, x, x)[0] - plain(x, x, x)[0]).abs().max() > 1e-2
 
 
 @pytest.mark.cuda

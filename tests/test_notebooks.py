@@ -9,7 +9,11 @@ outputs are really there and are what `make notebooks` wrote:
 * every notebook has compared cells; none stores an error or (outside ignored cells) stderr;
 * ``# NBVAL_IGNORE_OUTPUT`` marks only explorer and timing cells;
 * no checked output holds a device name, a memory address or a kernel temp path;
-* every notebook and page in ``book/`` is in ``_toc.yml``, chapters in number order.
+* every notebook and page in ``book/`` is in ``_toc.yml``, chapters in number order;
+* no assert compares constants only, and no print states a verdict as a literal ("...: True"):
+  a check must involve a computed value (chapters in ``LITERAL_ASSERT_CHAPTERS``);
+* a block of asserts that prints nothing hides its input, and the prose keeps the notation page's
+  indices and binary units (chapters in ``REVIEWED_CHAPTERS``).
 
 The number of compared cells is printed by ``scripts/nbval_cells.py`` (``make test`` runs it).
 """
@@ -225,3 +229,230 @@ def test_must_have_output_rule():
     assert not must_have_output(cell("x = 2\nx;"))
     assert not must_have_output(cell("assert 1 + 1 == 2"))
     assert not must_have_output(cell("import torch\ntorch.manual_seed(0)"))
+
+
+# ----------------------------------------------------------------------------------------------
+# Checks that cannot fail: an assert whose operands are all constants
+# ----------------------------------------------------------------------------------------------
+
+#: The chapters (text sources, by stem) whose code cells the constant-assert rule checks. The
+#: other chapters still hold such filler (their owners are removing it); widen this list as they do.
+LITERAL_ASSERT_CHAPTERS = [
+    "01_single_head_limits", "02_multi_head_math", "03_worked_example", "04_parameter_analysis",
+    "05_merging_heads", "07_pretrained_heads", "how_to_use",
+]
+#: Calls that give a constant when every argument is one: builtins and everything in ``math``.
+CONSTANT_FUNCTIONS = {"abs", "round", "len", "int", "float", "str", "min", "max", "sum", "pow", "divmod", "format"}
+#: A printed verdict that no code computed, e.g. ``print("the two agree: True")``.
+LITERAL_VERDICT = re.compile(r":\s*(True|False)\s*$")
+
+
+def is_constant(node: ast.AST, names=frozenset()) -> bool:
+    """True for an expression whose value needs nothing computed: literals, ``names`` (variables
+    only ever assigned a constant), arithmetic on them, ``round``/``abs``/``len``/``math.*`` of
+    them, containers and f-strings of them."""
+
+    def const(n):
+        return is_constant(n, names)
+
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in names
+    if isinstance(node, ast.UnaryOp):
+        return const(node.operand)
+    if isinstance(node, ast.BinOp):
+        return const(node.left) and const(node.right)
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return all(const(element) for element in node.elts)
+    if isinstance(node, ast.JoinedStr):
+        return all(const(value) for value in node.values)
+    if isinstance(node, ast.FormattedValue):
+        return const(node.value) and (node.format_spec is None or const(node.format_spec))
+    if isinstance(node, ast.Subscript):
+        return const(node.value) and const(node.slice)
+    if isinstance(node, ast.Call):
+        func = node.func
+        known = (isinstance(func, ast.Name) and func.id in CONSTANT_FUNCTIONS) or (
+            isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "math"
+        )
+        if isinstance(func, ast.Attribute) and const(func.value):  # "0.649".strip(), "{}".format(1)
+            known = True
+        return known and all(const(a) for a in node.args) and all(const(k.value) for k in node.keywords)
+    if isinstance(node, ast.Attribute):  # math.pi, math.e
+        return isinstance(node.value, ast.Name) and node.value.id == "math"
+    return False
+
+
+def constant_names(tree: ast.AST) -> frozenset:
+    """Variables whose every binding is ``name = <constant expression>`` (e.g. ``e2 = math.exp(2)``)."""
+    assigned: dict[str, list] = {}
+    simple_targets = set()
+    other = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            assigned.setdefault(node.targets[0].id, []).append(node.value)
+            simple_targets.add(id(node.targets[0]))
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and id(node) not in simple_targets:
+            other.add(node.id)  # a loop variable, an unpacked tuple, a `with ... as`, an augmented assign
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            other.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.arg)):
+            other.add(node.name if hasattr(node, "name") else node.arg)
+    names: frozenset = frozenset()
+    while True:  # grow to a fixed point: b = 2 * a is constant once a is
+        grown = frozenset(
+            name
+            for name, values in assigned.items()
+            if name not in other and all(is_constant(v, names) for v in values)
+        )
+        if grown == names:
+            return names
+        names = grown
+
+
+def constant_checks(source: str, context: str = "") -> list[str]:
+    """The checks in ``source`` that cannot fail or state a verdict no code computed.
+
+    An ``assert`` whose test is constant, or that holds a comparison whose operands are all
+    constant (``assert x > 0 and 768 * 12 == 9216`` is flagged for its second half). A chained
+    comparison with one computed operand (``value == 4 * 768**2 == 2_359_296``) is fine: the
+    formula and the literal both face a computed value. Also ``print`` of a string literal that
+    ends in ``: True`` or ``: False``. ``context`` is the rest of the chapter's code, where the
+    variables ``source`` uses may be assigned.
+    """
+    tree = ast.parse(source)
+    names = constant_names(ast.parse(context + "\n" + source))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert):
+            if is_constant(node.test, names):
+                found.append(f"line {node.lineno}: assert {ast.unparse(node.test)}")
+                continue
+            for sub in ast.walk(node.test):
+                if isinstance(sub, ast.Compare) and all(is_constant(o, names) for o in [sub.left, *sub.comparators]):
+                    found.append(f"line {node.lineno}: {ast.unparse(sub)}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            for arg in node.args:
+                if isinstance(arg, (ast.Constant, ast.JoinedStr)) and is_constant(arg, names):
+                    text = arg.value if isinstance(arg, ast.Constant) else ast.unparse(arg)
+                    if isinstance(text, str) and LITERAL_VERDICT.search(text.rstrip("'\"")):
+                        found.append(f"line {node.lineno}: print of a literal verdict {text!r}")
+    return found
+
+
+def test_literal_assert_chapters_exist():
+    stems = {text.stem for text in all_texts()}
+    assert set(LITERAL_ASSERT_CHAPTERS) <= stems, sorted(set(LITERAL_ASSERT_CHAPTERS) - stems)
+
+
+@pytest.mark.parametrize("stem", LITERAL_ASSERT_CHAPTERS)
+def test_no_check_compares_constants_only(stem):
+    text = ROOT / "chapters" / f"{stem}.md"
+    cells = [python_source(cell) for cell in code_cells(read_text(text))]
+    problems = []
+    for i, source in enumerate(cells, 1):
+        problems += [f"code cell {i}, {problem}" for problem in constant_checks(source, "\n".join(cells))]
+    assert not problems, (
+        f"{text.name}: checks that cannot fail (compare a computed value with the number the prose "
+        "states instead):\n  " + "\n  ".join(problems)
+    )
+
+
+def test_constant_check_detector():
+    """The detector on small examples: it flags filler and only filler."""
+    flagged = [
+        "assert round(math.log2(5), 2) == 2.32",
+        'assert f"{math.exp(2):.3f}" == "7.389"',
+        'assert f"{0.649 + 14 * 0.088:.3f}" == "1.881"',
+        "assert round(130 / 256, 3) == 0.508",
+        "assert 768 - 64 == (12 - 1) * 64 == 704",
+        "assert 3 * 1024 * 1024 * 4 == 12582912",
+        "assert 512 * 513 // 2 == 131328",
+        "assert abs(-2) == 2 and len([1, 2]) == 2",
+        "assert x > 0 and 768 * 12 + 12 == 9228",  # the constant half of an `and`
+        "assert True",
+        "assert -math.pi < 0",
+        'print("the two agree: True")',
+        'print(f"each head > {0.9}: True")',
+        'e2 = math.exp(2)\nassert f"{e2:.3f}" == "7.389"',  # a variable holding a constant
+        "a = 130\nb = a / 256\nassert round(b, 3) == 0.508",
+    ]
+    for source in flagged:
+        assert constant_checks(source), source
+    fine = [
+        "assert round(weights[0, 0].item(), 2) == 0.79",
+        "assert per_layer == 2 * 1 * 4096 * 32 * 128 == 33_554_432",  # chained: one computed operand
+        "assert count(module) == mha.attention_params(768, 12) == 2_362_368",
+        'assert f"{boundary:.3f}" == "0.558"',
+        "assert all(row['saturated'] == 0 for row in scaled)",
+        "assert round(math.log2(len(tokens)), 2) == 2.32",
+        'print("agree:", diff < 1e-12)',
+        'print("no mask: True means may attend")',
+        "x = 1 == 1",  # not an assert: not this rule's business
+        "e2 = math.exp(2)\ne2 = torch.tensor(e2)\nassert round(e2.item(), 3) == 7.389",  # rebound: computed
+        "for d_k in [4, 64]:\n    assert d_k % 4 == 0",  # a loop variable is not a constant
+        "import math\nassert math.isclose(weights.sum().item(), 1.0)",
+    ]
+    for source in fine:
+        assert not constant_checks(source), source
+
+
+# ----------------------------------------------------------------------------------------------
+# Readable pages: assert blocks folded away, the notation page's symbols, one kind of unit
+# ----------------------------------------------------------------------------------------------
+
+#: The chapters the two rules below check (the errata review of issue 16 covered these).
+REVIEWED_CHAPTERS = ["02_multi_head_math", "03_worked_example", "04_parameter_analysis"]
+#: A cell with this many asserts that prints nothing is an assert block: it reads as clutter, so it
+#: must be tagged ``hide-input`` (or ``hide-cell``); the book then folds it behind a toggle.
+MAX_VISIBLE_ASSERTS = 4
+#: Prose that breaks the notation page (``i`` names a head, never a token; ``m`` is the number of
+#: keys, not an index) or mixes decimal and binary units (sizes are GiB, MiB, KiB).
+NOTATION_SLIPS = {
+    "a token or row called i (i names a head)": re.compile(r"\b(row|rows|query|token|column|key) \$i\$"),
+    "m as a summation index (m is the number of keys)": re.compile(r"\\sum_\{?m\b"),
+    "a decimal GB (sizes in this book are binary: GiB)": re.compile(r"\b\d+ ?GB\b"),
+}
+
+
+def notation_slips(markdown: str) -> list[str]:
+    found = []
+    for what, pattern in NOTATION_SLIPS.items():
+        found += [
+            f"{what}: ...{markdown[max(0, m.start() - 30) : m.end() + 10]!r}..." for m in pattern.finditer(markdown)
+        ]
+    return found
+
+
+def is_visible_assert_block(cell) -> bool:
+    tags = set(cell.get("metadata", {}).get("tags", []))
+    try:
+        tree = ast.parse(python_source(cell))
+    except SyntaxError:
+        return False
+    asserts = sum(isinstance(node, ast.Assert) for node in ast.walk(tree))
+    return asserts >= MAX_VISIBLE_ASSERTS and not must_have_output(cell) and not tags & {"hide-input", "hide-cell"}
+
+
+@pytest.mark.parametrize("stem", REVIEWED_CHAPTERS)
+def test_assert_blocks_are_folded_and_prose_keeps_the_notation(stem):
+    nb = read_text(ROOT / "chapters" / f"{stem}.md")
+    blocks = [i for i, cell in enumerate(code_cells(nb), 1) if is_visible_assert_block(cell)]
+    assert not blocks, f"{stem}: code cells {blocks} are visible assert blocks: tag them `:tags: [hide-input]`"
+    slips = [slip for cell in nb.cells if cell.cell_type == "markdown" for slip in notation_slips(cell.source)]
+    assert not slips, f"{stem}: prose against the notation page:\n  " + "\n  ".join(slips)
+
+
+def test_readability_rules_on_examples():
+    cell = nbformat.v4.new_code_cell
+    block = "\n".join(f"assert x[{i}] == {i}" for i in range(4))
+    assert is_visible_assert_block(cell(block))
+    hidden = cell(block)
+    hidden.metadata["tags"] = ["hide-input"]
+    assert not is_visible_assert_block(hidden)
+    assert not is_visible_assert_block(cell(block + "\nprint(x)"))  # it shows something: not a bare block
+    assert not is_visible_assert_block(cell("assert a == 1\nassert b == 2"))
+    assert notation_slips("row $i$ is a query token") and notation_slips(r"$\sum_{m=1}^{5} e^{s_{jm}}$")
+    assert notation_slips("A 24 GB card") and notation_slips("needs 16GB")
+    assert not notation_slips("row $t$ of head $i$'s $A_i$; $\\sum_{l=1}^{5}$; 24 GiB; $m$ keys")

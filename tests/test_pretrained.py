@@ -17,6 +17,8 @@ from conftest import skip_or_fail
 from mha import bert as B
 from mha import viz
 from mha.chapters import pretrained_analysis as P
+from mha.chapters import pretrained_pruning as PR
+from mha.chapters import pretrained_twins as TW
 
 SENTENCES = [P.TWIN_SENTENCES["tired"], "A cat sat.", "Heads attend to different words in a sentence."]
 
@@ -198,7 +200,7 @@ def test_sentence_pairs_file():
 def test_paraphrase_ranked_above_unrelated_and_stored_results(model, tokenizer):
     """Every sentence of the data set is nearest to its own paraphrase, and the stored ablation
     results are what the code computes (the full model and the most harmful single head)."""
-    study = P.load_ablation_study()
+    study = PR.load_ablation_study()
     batches = P.pair_batches(tokenizer)
     emb_a, emb_b = (B.sentence_embeddings(model, b) for b in batches)
     sims = emb_a @ emb_b.T  # (N, N)
@@ -213,10 +215,10 @@ def test_paraphrase_ranked_above_unrelated_and_stored_results(model, tokenizer):
 
 
 def test_stored_results_refuse_another_data_file(tmp_path, monkeypatch):
-    monkeypatch.setattr(P, "SENTENCE_PAIRS", tmp_path / "pairs.json")
+    monkeypatch.setattr(PR, "SENTENCE_PAIRS", tmp_path / "pairs.json")
     (tmp_path / "pairs.json").write_text('{"pairs": []}')
     with pytest.raises(ValueError, match="computed on another version of pairs.json"):
-        P.load_ablation_study()
+        PR.load_ablation_study()
 
 
 # ---- the census and its criteria ---------------------------------------------------------------
@@ -273,6 +275,9 @@ def test_figures_and_explorer_render(model, tokenizer):
     import matplotlib.pyplot as plt
 
     r = P.it_resolution(model, tokenizer)
+    study = json.loads(PR.ABLATION_RESULTS.read_text())
+    twins = TW.twin_study(model, tokenizer, TW.load_twin_pairs()[:3])
+    norms = P.value_norms(model, tokenizer, SENTENCES)
     render = viz.pretrained_analysis.layer_explorer(r)
     figures = [
         render(layer=1, sentence="tired"),
@@ -281,6 +286,10 @@ def test_figures_and_explorer_render(model, tokenizer):
         viz.pretrained_analysis.plot_it_margins(r),
         viz.pretrained_analysis.plot_census(np.full((6, 12), "special", dtype=object), marks=r["resolves"]),
         viz.pretrained_analysis.plot_similarity({"a": np.eye(72), "b": np.ones((72, 72))}, 12),
+        viz.pretrained_analysis.plot_pruning(study),
+        viz.pretrained_analysis.plot_importance(study["splits"][0]),
+        viz.pretrained_analysis.plot_twin_counts(twins),
+        viz.pretrained_analysis.plot_value_norms(norms, np.full((6, 12), "special", dtype=object)),
     ]
     assert all(isinstance(f, matplotlib.figure.Figure) for f in figures)
     assert figures[1]._suptitle is None and "Layer 6" in figures[1].axes[0].get_title()
@@ -292,19 +301,327 @@ def test_sentence_pairs_and_results_files_round_trip(tmp_path):
     path.write_text('{"pairs": [{"a": "One.", "b": "Uno."}]}')
     with pytest.raises(ValueError, match="must hold at least 2 pairs, found 1"):
         P.load_sentence_pairs(path)
-    study = json.loads(P.ABLATION_RESULTS.read_text())
-    out = P.write_ablation_study(study, tmp_path / "study.json")
+    study = json.loads(PR.ABLATION_RESULTS.read_text())
+    out = PR.write_ablation_study(study, tmp_path / "study.json")
     assert json.loads(out.read_text()) == study
-    assert len(study["single_head"]["margin"]) == 6 and study["pruning"]["random"]["removed"][-1] == 72
+    assert len(study["single_head"]["margin"]) == 6 and study["pruning"]["least harmful first"]["removed"][-1] == 72
 
 
 def test_pruning_counts_come_from_the_model_shape():
-    study = json.loads(P.ABLATION_RESULTS.read_text())
-    assert list(P.pruning_counts(B.BertConfig())) == study["pruning"]["random"]["removed"]  # 6 x 12 heads
+    study = json.loads(PR.ABLATION_RESULTS.read_text())
+    assert list(PR.pruning_counts(B.BertConfig())) == study["pruning"]["least harmful first"]["removed"]  # 6 x 12
     small = B.BertConfig(d_model=8, num_layers=2, num_heads=4, d_ff=16)
-    assert P.pruning_counts(small) == (0, 6) and P.PRUNING_STEP == 6
+    assert PR.pruning_counts(small) == (0, 6) and PR.PRUNING_STEP == 6
 
 
 def test_too_many_tokens(model):
     with pytest.raises(ValueError, match="input_ids has 513 tokens, more than the 512 positions"):
         model(torch.zeros(1, 513, dtype=torch.long))
+
+
+# ---- held-out pruning, importance scores, greedy pruning ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def model64(folder):
+    return B.load_model(folder).double()
+
+
+def test_margin_gradients_match_finite_differences(model64, tokenizer):
+    pairs = P.load_sentence_pairs()[:4]
+    batches = P.pair_batches(tokenizer, pairs)
+    grads = PR.margin_gradients(model64, batches)
+    assert grads.shape == (4, 6, 12)
+    eps = 1e-5
+    for layer, head in ((0, 2), (3, 7), (5, 10)):
+        up, down = torch.ones(6, 12, dtype=torch.float64), torch.ones(6, 12, dtype=torch.float64)
+        up[layer, head] += eps
+        down[layer, head] -= eps
+        emb = {
+            s: [B.sentence_embeddings(model64, b, head_mask=m) for b in batches] for s, m in (("+", up), ("-", down))
+        }
+        numeric = (P.pair_margins(*emb["+"]) - P.pair_margins(*emb["-"])).numpy() / (2 * eps)  # (N,)
+        np.testing.assert_allclose(grads[:, layer, head], numeric, atol=1e-7)
+
+
+def test_pair_margins_average_to_the_quality_margin():
+    g = torch.Generator().manual_seed(0)
+    a = torch.nn.functional.normalize(torch.randn(5, 8, generator=g, dtype=torch.float64), dim=-1)
+    b = torch.nn.functional.normalize(torch.randn(5, 8, generator=g, dtype=torch.float64), dim=-1)
+    sims = a @ b.T
+    by_hand = [float(sims[i, i] - (sims[i].sum() - sims[i, i]) / 4) for i in range(5)]
+    np.testing.assert_allclose(P.pair_margins(a, b).numpy(), by_hand)
+    assert P.paraphrase_quality(a, b).margin == pytest.approx(np.mean(by_hand))
+
+
+def test_importance_scores_by_hand():
+    grads = np.array([[[1.0, -3.0], [0.0, 2.0]], [[-1.0, 1.0], [0.0, -2.0]]])  # (N=2, L=2, H=2)
+    raw = P.importance_scores(grads, normalize=False)
+    np.testing.assert_allclose(raw, [[1.0, 2.0], [0.0, 2.0]])  # mean of |.|, not |mean|
+    np.testing.assert_allclose(P.importance_scores(grads), [[1 / 5**0.5, 2 / 5**0.5], [0.0, 1.0]])
+    assert PR.least_important_first(P.importance_scores(grads)) == [2, 0, 1, 3]
+
+
+def test_rank_agreement_and_orders_by_hand():
+    a = np.array([[0.1, 0.4], [0.3, 0.2]])
+    assert PR.rank_agreement(a, a, 2) == {"spearman": pytest.approx(1.0), "overlap": 2}
+    assert PR.rank_agreement(a, -a, 2) == {"spearman": pytest.approx(-1.0), "overlap": 0}
+    assert PR.least_harmful_first(a) == [1, 2, 3, 0]  # the highest margin after removal goes first
+    mask = PR.head_mask_from_order(B.BertConfig(d_model=8, num_layers=2, num_heads=2, d_ff=16), [3, 0, 1], 2)
+    assert mask.tolist() == [[0.0, 1.0], [1.0, 0.0]]
+
+
+def test_split_pairs_and_random_orders():
+    first, second = PR.split_pairs(24)
+    assert len(first) == len(second) == 12 and sorted(first + second) == list(range(24))
+    assert PR.split_pairs(24) == (first, second)  # seeded
+    orders = PR.random_orders(72)
+    assert len(orders) == PR.NUM_RANDOM_ORDERS >= 10
+    assert all(sorted(o) == list(range(72)) for o in orders) and len({tuple(o) for o in orders}) == len(orders)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    """A randomly initialised 2-layer, 2-head BERT and three pairs of random token ids."""
+    torch.manual_seed(0)
+    config = B.BertConfig(vocab_size=30, d_model=8, num_layers=2, num_heads=2, d_ff=16, max_positions=16)
+    model = B.BertEncoder(config).eval()
+    g = torch.Generator().manual_seed(1)
+
+    def batch():
+        ids = torch.randint(1, 30, (3, 5), generator=g)
+        return B.Batch(ids, torch.ones_like(ids), torch.zeros_like(ids), [["t"] * 5] * 3)
+
+    return model, (batch(), batch())
+
+
+def test_greedy_pruning_re_ranks_after_every_removal(tiny):
+    model, batches = tiny
+    result = PR.greedy_pruning(model, batches)
+    assert sorted(result["order"]) == [0, 1, 2, 3] and len(result["margin"]) == 5
+    single = PR.single_head_ablation(model, batches)["margin"]
+    assert result["order"][0] == PR.least_harmful_first(single)[0]
+    assert result["margin"][1] == pytest.approx(single.max())
+    # the second removal is the best of the three remaining, given the first (brute force)
+    first = result["order"][0]
+    trials = {h: PR.quality_after(model, batches, [first, h], 2).margin for h in range(4) if h != first}
+    assert result["order"][1] == max(trials, key=trials.get)
+    assert result["margin"][2] == pytest.approx(max(trials.values()))
+
+
+def test_stored_study_is_consistent():
+    study = PR.load_ablation_study()
+    assert len(study["random"]["orders"]) >= 10
+    folds = study["splits"]
+    assert len(folds) == 2 and folds[0]["rank_pairs"] == folds[1]["eval_pairs"]
+    assert sorted(folds[0]["rank_pairs"] + folds[0]["eval_pairs"]) == list(range(24))
+    for fold in folds:
+        for order in fold["orders"].values():
+            assert sorted(order) == list(range(72))
+        assert fold["orders"]["ablation"] == PR.least_harmful_first(fold["single_head_margin"])
+        assert fold["orders"]["importance"] == PR.least_important_first(fold["importance"])
+        # greedy's first step is the best single removal on the ranking pairs
+        assert fold["greedy_in_sample"][1] == pytest.approx(fold["single_head_margin"].max(), abs=1e-6)
+        assert fold["greedy_in_sample"][0] == pytest.approx(fold["full"]["rank"]["margin"], abs=1e-6)
+        assert len(fold["random_held_out"]["margin"]) == len(study["random"]["orders"])
+    live = study["live_check"]
+    assert live["largest_difference"] * 10 <= live["tolerance"] <= 1e-4
+    assert (
+        sorted(study["parking"]["heads"]) == study["parking"]["heads"] and len(study["parking"]["random_removed"]) >= 10
+    )
+
+
+def test_stored_held_out_entry_recomputes(model, tokenizer):
+    study = PR.load_ablation_study()
+    fold = study["splits"][1]
+    pairs = P.load_sentence_pairs()
+    held = P.pair_batches(tokenizer, [pairs[i] for i in fold["eval_pairs"]])
+    q = PR.quality_after(model, held, fold["orders"]["greedy"], 36)
+    assert q.margin == pytest.approx(fold["held_out"]["greedy"]["margin"][6], abs=1e-4)
+
+
+# ---- Winograd-style twins ----------------------------------------------------------------------
+
+
+def test_twin_file_is_consistent(tokenizer):
+    pairs = TW.load_twin_pairs()
+    assert len(pairs) >= 20
+    assert pairs[0].sentences == (P.TWIN_SENTENCES["tired"], P.TWIN_SENTENCES["wide"])
+    assert TW.token_problems(tokenizer, pairs) == []  # pronoun and nouns: one token, once each
+    sentences = [s for p in pairs for s in p.sentences]
+    assert len(set(sentences)) == len(sentences)
+    for p in pairs:
+        assert p.referents[0] != p.referents[1] and set(p.referents) == set(p.candidates)
+        for tokens in B.tokenize(tokenizer, list(p.sentences)).tokens:  # the pronoun follows both nouns
+            assert tokens.index(p.pronoun) > max(tokens.index(c) for c in p.candidates)
+
+
+def test_twin_file_errors(tmp_path):
+    path = tmp_path / "twins.json"
+    pair = {"pronoun": "it", "candidates": ["cat", "box"], "referents": ["cat", "box"]}
+    path.write_text(
+        json.dumps(
+            {
+                "pairs": [
+                    {
+                        **pair,
+                        "sentences": ["The cat left the box as it was bored.", "A cat left the box as it was full."],
+                    }
+                ]
+            }
+        )
+    )
+    with pytest.raises(ValueError, match="pair 0 .* must differ in exactly one word"):
+        TW.load_twin_pairs(path)
+    sentences = ["The cat left the box as it was bored.", "The cat left the box as it was full."]
+    path.write_text(json.dumps({"pairs": [{**pair, "sentences": sentences, "referents": ["cat", "cat"]}]}))
+    with pytest.raises(ValueError, match="pair 0: the referents"):
+        TW.load_twin_pairs(path)
+
+
+def test_twin_study_by_hand(model, tokenizer):
+    pairs = TW.load_twin_pairs()[:3]
+    twins = TW.twin_study(model, tokenizer, pairs)
+    assert twins["margins"].shape == (3, 2, 6, 12) and twins["vector_margins"].shape == (3, 2, 7)
+    pair, k = pairs[1], 1  # "...because it was too small": it = the suitcase
+    tokens, weights = twins["tokens"][3], twins["maps"][3]
+    p, r, o = tokens.index("it"), tokens.index("suitcase"), tokens.index("trophy")
+    np.testing.assert_allclose(twins["margins"][1, k], weights[:, :, p, r] - weights[:, :, p, o])
+    assert pair.referents[k] == "suitcase"
+    np.testing.assert_array_equal(twins["resolves"], (twins["margins"] > 0).all(axis=1))
+    np.testing.assert_array_equal(twins["moves"], twins["margins"].sum(axis=1) > 0)
+    # pair 0 is the chapter's source sentence: the same verdicts as it_resolution
+    np.testing.assert_array_equal(twins["resolves"][0], P.it_resolution(model, tokenizer)["resolves"])
+
+
+def test_binomial_tail_and_held_out_best():
+    assert TW.binomial_tail(0, 7, 0.3) == pytest.approx(1.0)
+    assert TW.binomial_tail(4, 4, 0.5) == pytest.approx(1 / 16)
+    assert TW.binomial_tail(3, 4, 0.25) == pytest.approx(4 * 0.25**3 * 0.75 + 0.25**4)
+    resolves = np.zeros((4, 1, 3), dtype=bool)
+    resolves[[0, 2], 0, 1] = True  # head 1 wins on the even pairs...
+    resolves[[1], 0, 2] = True  # ...and head 2 is the only one that resolves an odd pair
+    assert TW.held_out_best(resolves, [0, 2], [1, 3]) == {"head": (0, 1), "chosen": 2, "judged": 0}
+
+
+# ---- Kobayashi et al.'s vector norms -----------------------------------------------------------
+
+
+def test_head_value_vectors_add_up_to_the_attention_output(model64, tokenizer):
+    batch = B.tokenize(tokenizer, SENTENCES[:1])
+    with torch.no_grad():
+        out = model64(*batch[:3])
+        for layer in (0, 4):
+            attn = model64.layers[layer].self_attn
+            x = out.hidden_states[layer]  # (1, T, D): the layer's input
+            f = P.head_value_vectors(attn, x)  # (1, H, T, D)
+            by_heads = torch.einsum("bhts,bhsd->btd", out.attentions[layer], f) + attn.out_proj.bias
+            reference, _ = attn(x)  # the module's own forward
+            torch.testing.assert_close(by_heads, reference, atol=1e-10, rtol=1e-10)
+
+
+def test_value_norms_shapes_and_ranges(model64, tokenizer):
+    norms = P.value_norms(model64, tokenizer, SENTENCES)
+    assert set(norms) == {"cls_weight", "cls_norm_share", "cls_norm_ratio", "output_norm"}
+    assert all(v.shape == (6, 12) for v in norms.values())
+    for key in ("cls_weight", "cls_norm_share"):
+        assert (norms[key] >= 0).all() and (norms[key] <= 1).all()
+    scores = P.head_scores(P.attention_maps(model64, tokenizer, SENTENCES)[1])
+    np.testing.assert_allclose(norms["cls_weight"], scores["cls"])  # the census's [CLS] score
+
+
+# ---- exercise checkers -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def grads():
+    return np.random.default_rng(0).normal(size=(5, 6, 12))
+
+
+def test_check_importance_right_and_wrong(grads):
+    right = P.importance_scores(grads)
+    assert P.check_importance(right, grads).ok
+    assert P.check_importance(np.round(right, 3), grads).ok  # 3 decimals are enough
+    assert P.check_importance(torch.tensor(right), grads).ok
+    raw = np.abs(grads).mean(0)
+    slips = {
+        "not normalised": raw,
+        "take the absolute value of each pair's derivative first": np.abs(grads.mean(0))
+        / np.linalg.norm(np.abs(grads.mean(0)), axis=1, keepdims=True),
+        "no absolute value": grads.mean(0) / np.linalg.norm(grads.mean(0), axis=1, keepdims=True),
+        "normalised the whole table": raw / np.linalg.norm(raw),
+        "divided by the row's sum": raw / raw.sum(1, keepdims=True),
+    }
+    for hint, answer in slips.items():
+        r = P.check_importance(answer, grads)
+        assert not r.ok and r.first_error == "importance" and hint in repr(r), hint
+    r = P.check_importance(np.abs(grads.mean(0)), grads)  # two slips at once: both are named
+    assert "|mean|" in repr(r) and "not normalised" in repr(r)
+    wrong = right.copy()
+    wrong[2, 3] += 0.1
+    r = P.check_importance(wrong, grads)
+    assert "wrong in layers L3" in repr(r) and "mean over pairs" in repr(r)
+    assert f"{right[2, 3]:.3f}" not in repr(r)  # never prints the expected numbers
+
+
+def test_check_importance_malformed_input(grads):
+    right = P.importance_scores(grads)
+    cases = {
+        "a string": "0.5",
+        "shape (6, 12), found (12, 6) (rows are layers": right.T,
+        "shape (6, 12), found (6,)": right[:, 0],
+        "NaN": np.where(np.eye(6, 12) > 0, np.nan, right),
+        "numbers of shape": [[1, "x"]],
+    }
+    for message, answer in cases.items():
+        r = P.check_importance(answer, grads)
+        assert not r.ok and r.first_error == "answer" and message in repr(r), message
+    assert P.check_importance(right, "grads").first_error == "gradients"
+
+
+@pytest.fixture(scope="module")
+def twins(model, tokenizer):
+    return TW.twin_study(model, tokenizer, TW.load_twin_pairs()[:3])
+
+
+def test_check_twin_margins_right_and_wrong(twins):
+    m = twins["margins"][1, :, 3, 1]  # pair 2, L4H2
+    verdict = bool((m > 0).all())
+    assert P.check_twin_margins(twins, 2, 4, 2, m.round(3), verdict).ok
+    cases = {
+        "signs are reversed": (-m, verdict),
+        "the referent changes between the twins": (m * [1, -1], verdict),
+        "page counts from 1": (twins["margins"][2, :, 3, 1], verdict),  # pair 3 instead of 2
+    }
+    for hint, (answer, v) in cases.items():
+        r = P.check_twin_margins(twins, 2, 4, 2, answer, v)
+        assert r.first_error == "margins" and hint in repr(r), hint
+    column = []  # the slip of reading the column: how much each noun attends to "it"
+    for k, (tok, w) in enumerate(zip(twins["tokens"][2:4], twins["maps"][2:4])):
+        ref = twins["pairs"][1].referents[k]
+        other = ({"trophy", "suitcase"} - {ref}).pop()
+        column.append(w[3, 1][tok.index(ref), tok.index("it")] - w[3, 1][tok.index(other), tok.index("it")])
+    assert "column" in repr(P.check_twin_margins(twins, 2, 4, 2, column, verdict))
+    r = P.check_twin_margins(twins, 2, 4, 2, m, not verdict)
+    assert r.first_error == "resolves" and "both" in repr(r)
+    # a verdict that follows from wrong margins is not blamed twice
+    assert not verdict  # L4H2 prefers the trophy in both sentences of pair 2
+    r = P.check_twin_margins(twins, 2, 4, 2, [abs(m[0]) + 0.5, abs(m[1]) + 0.5], True)
+    assert r.first_error == "margins" and "fix them first" in repr(r)
+
+
+def test_check_twin_margins_malformed_input(twins):
+    m = twins["margins"][0, :, 0, 0]
+    cases = {
+        ("pair", 0): "pair must be a whole number from 1 to 3",
+        ("layer", 7): "layer must be a whole number from 1 to 6",
+        ("head", "2"): "head must be a whole number from 1 to 12",
+    }
+    for (name, value), message in cases.items():
+        args = {"pair": 1, "layer": 1, "head": 1, name: value}
+        r = P.check_twin_margins(twins, margins=m, resolves=False, **args)
+        assert not r.ok and message in repr(r)
+    assert "found a string" in repr(P.check_twin_margins(twins, 1, 1, 1, "0.1, 0.2", False))
+    assert "NaN" in repr(P.check_twin_margins(twins, 1, 1, 1, [np.nan, 0.1], False))
+    assert "shape (2,)" in repr(P.check_twin_margins(twins, 1, 1, 1, [0.1, 0.2, 0.3], False))
+    assert "True or False" in repr(P.check_twin_margins(twins, 1, 1, 1, m, "yes"))

@@ -39,7 +39,7 @@ def test_every_cache_records_how_it_was_made(filename):
 
 
 def test_every_json_cache_is_listed():
-    data = {p.name for p in provenance.DATA_DIR.glob("*.json")} - {"sentence_pairs.json"}
+    data = {p.name for p in provenance.DATA_DIR.glob("*.json")} - {"sentence_pairs.json", "winograd_twins.json"}
     assert data == set(CACHES), "a new cache file needs its provenance test (and `make caches`)"
 
 

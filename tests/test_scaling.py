@@ -91,7 +91,44 @@ def test_sweep_shapes_and_trend():
 def test_render_scaling(scale):
     fig = viz.scaling.render_scaling(64, scale)
     assert isinstance(fig, matplotlib.figure.Figure) and len(fig.axes) == 2
+    assert fig.axes[1].get_title().startswith("all 500 queries: mean largest weight")  # every query, not one
     assert "d_k = 64" in scaling.describe_scaling(64, scale)
+
+
+def test_sorted_weight_profile_is_a_statistic_of_all_queries():
+    for d_k, scale in [(4, "1 (no scaling)"), (64, "1/√d_k"), (512, "1/d_k")]:
+        profile = scaling.sorted_weight_profile(d_k, scale)
+        stats = scaling.softmax_stats(d_k, scale)
+        assert profile.shape == (scaling.NUM_KEYS,) and math.isclose(profile.sum().item(), 1.0, rel_tol=1e-12)
+        assert torch.all(profile[:-1] >= profile[1:])  # sorted
+        assert math.isclose(profile[0].item(), stats["max_weight"], rel_tol=1e-12)
+    # a single query's largest weight is noise: it scatters widely where the mean over queries does not
+    scores, _, _ = scaling.sample_scores(64, "1/√d_k")
+    singles = torch.softmax(scores[:5], dim=-1).max(dim=-1).values
+    assert singles.max() - singles.min() > 0.2
+
+
+def test_table_variance_is_the_mean_squared_norm_of_the_shared_keys():
+    """Why the sweep shows 4.9 at d_k = 4 where dot_product_variance shows 4.0."""
+    for d_k in (4, 16, 64):
+        table = scaling.softmax_stats(d_k, "1 (no scaling)")["variance"]
+        assert abs(table / scaling.mean_squared_key_norm(d_k) - 1) < 0.05
+    assert round(scaling.mean_squared_key_norm(4), 1) == 5.0 and round(scaling.dot_product_variance(4), 1) == 4.0
+    # with more keys, the shared-key effect averages out
+    assert abs(scaling.mean_squared_key_norm(4, num_keys=4000) / 4 - 1) < 0.05
+
+
+def test_count_operations():
+    x = torch.randn(1, 5, 8, generator=torch.Generator().manual_seed(0))
+    for num_heads in (1, 2, 4):
+        batched = mha.MultiHeadAttention(8, num_heads)
+        ops = scaling.count_operations(batched, x)
+        assert ops["matrix_products"] == 6 and ops["softmaxes"] == 1  # 4 projections, q kᵀ, weights v
+        looped = scaling.count_operations(mha.LoopedMultiHeadAttention.from_multi_head(batched), x)
+        assert looped["matrix_products"] == 3 * num_heads + 1 + 2 * num_heads and looped["softmaxes"] == num_heads
+    # a function that does everything inside counts as one call of its own: PyTorch's layer
+    ref = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    assert scaling.count_operations(ref, x, x, x)["calls"]["multi_head_attention_forward"] == 1
 
 
 @pytest.mark.parametrize("num_heads", [1, 2, 3, 4, 6, 12])
@@ -102,7 +139,19 @@ def test_head_blocks_match_split_heads(num_heads):
         assert heads[0, i, 0].tolist() == [float(c) for c in cols]
     fig = viz.scaling.render_head_split(num_heads)
     assert f"h = {num_heads} heads" in fig.axes[0].get_title()
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert any(label.startswith("$XW^Q$") and "all input features" in label for label in labels)  # not X
     assert str(12 // num_heads) in scaling.describe_head_split(num_heads)
+    assert "X W_Q" in scaling.describe_head_split(num_heads)
+
+
+def test_every_head_reads_every_input_feature():
+    """split_heads cuts X W_Q, not X: each head's queries depend on all d_model input features."""
+    torch.manual_seed(0)
+    module = mha.MultiHeadAttention(12, 3).double()
+    x = torch.randn(1, 1, 12, dtype=torch.float64)
+    jac = torch.autograd.functional.jacobian(lambda t: mha.split_heads(module.q_proj(t), 3), x).reshape(3, 4, 12)
+    assert torch.all(jac.abs().amax(dim=1) > 0)
 
 
 def test_head_blocks_errors():
@@ -110,23 +159,81 @@ def test_head_blocks_errors():
         scaling.head_blocks(12, 5)
 
 
-def test_render_head_map():
-    maps = torch.softmax(torch.randn(2, 3, 4, 4, generator=torch.Generator().manual_seed(0)), -1)
-    labels = [list("abcd"), list("efgh")]
-    fig = viz.scaling.render_head_map(maps, labels, head=3, example=2)
-    assert fig.axes[0].get_title() == "input 2, head 3"
-    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == list("efgh")
-
-
 def test_check_merge_heads():
-    assert scaling.check_merge_heads(mha.merge_heads) is True
+    assert scaling.check_merge_heads(mha.merge_heads).ok
     by_hand = lambda x: x.transpose(1, 2).reshape(x.shape[0], x.shape[2], -1)  # noqa: E731
-    assert scaling.check_merge_heads(by_hand) is True
+    assert scaling.check_merge_heads(by_hand).ok
     by_cat = lambda x: torch.cat(x.unbind(dim=1), dim=-1)  # noqa: E731  concat along features
-    assert scaling.check_merge_heads(by_cat) is True
-    stacked = lambda x: x.reshape(x.shape[0], -1, x.shape[-1] * x.shape[1])  # noqa: E731  no transpose
-    with pytest.raises(AssertionError, match=r"merge\(split\(x\)\) != x"):
-        scaling.check_merge_heads(stacked)
+    assert scaling.check_merge_heads(by_cat).ok
+    no_transpose = lambda x: x.reshape(x.shape[0], x.shape[2], -1)  # noqa: E731  mixes tokens
+    verdict = scaling.check_merge_heads(no_transpose)
+    assert verdict.first_error == "values" and "transpose(1, 2) first" in repr(verdict)
+    stacked = lambda x: x.reshape(x.shape[0], -1, x.shape[-1] * x.shape[1])  # noqa: E731
+    assert scaling.check_merge_heads(stacked).first_error in ("shape", "values")
     rows = lambda x: x.reshape(x.shape[0], -1, x.shape[-1])  # noqa: E731  a vertical stack of heads
-    with pytest.raises(AssertionError, match="expected shape"):
-        scaling.check_merge_heads(rows)
+    verdict = scaling.check_merge_heads(rows)
+    assert verdict.first_error == "shape" and "vertical stack" in repr(verdict) and "expected shape" in repr(verdict)
+    reversed_heads = lambda x: torch.cat(x.flip(1).unbind(dim=1), dim=-1)  # noqa: E731  heads out of order
+    assert "in order" in repr(scaling.check_merge_heads(reversed_heads))
+
+
+def test_check_merge_heads_answers_malformed_input():
+    def raises(x):
+        raise RuntimeError("oops")
+
+    cases = [
+        ("not a function", "give a function"),
+        (raises, "your function raised RuntimeError: oops"),
+        (lambda x: "merged", "returned str, not a tensor"),
+        (lambda x: torch.full_like(mha.merge_heads(x), float("nan")), "NaN or infinity"),
+    ]
+    for fn, message in cases:
+        verdict = scaling.check_merge_heads(fn)
+        assert not verdict.ok and message in repr(verdict), repr(verdict)
+
+
+def test_check_score_variance():
+    assert scaling.check_score_variance(1 / 64, 64, "1/d_k").ok
+    assert scaling.check_score_variance(0.0156, 64, "1/d_k").ok  # 3 significant digits
+    assert (
+        scaling.check_score_variance(1.0, 64, "1/√d_k").ok and scaling.check_score_variance(64, 64, "1 (no scaling)").ok
+    )
+    for answer, hint in {64: "before scaling", 1.0: "not by c", 0.125: "multiply by scale²"}.items():
+        verdict = scaling.check_score_variance(answer, 64, "1/d_k")
+        assert not verdict.ok and verdict.first_error == "variance" and hint in repr(verdict), repr(verdict)
+    assert "1 is the variance with 1/√d_k" in repr(scaling.check_score_variance(1.0, 16, "1 (no scaling)"))
+    for bad, message in [("1/64", "found the string"), (float("nan"), "finite"), ([1], "found list")]:
+        verdict = scaling.check_score_variance(bad)
+        assert verdict.first_error == "input" and message in repr(verdict)
+
+
+def test_check_layer_params():
+    from mha.encoder import EncoderLayer
+
+    for d_model, num_heads, d_ff in [(768, 12, 3072), (32, 4, 128), (12, 3, 20)]:
+        count = sum(p.numel() for p in EncoderLayer(d_model, num_heads, d_ff).parameters())
+        assert scaling.check_layer_params(count, d_model, num_heads, d_ff).ok
+    total = 7_087_872
+    slips = {
+        total - 3072: "gain and a bias",
+        total - 1536: "two LayerNorms",
+        total - 4 * 768 - 3072 - 768: "every linear layer has a bias",
+        2_362_368: "attention alone",
+        4_722_432: "feed-forward block alone",
+        737_280: "counts no real layer",
+        4 * 768**2 + 2 * 768 * 3072: "biases are missing",
+        1: "add attention",
+    }
+    for answer, hint in slips.items():
+        verdict = scaling.check_layer_params(answer)
+        assert not verdict.ok and verdict.first_error == "count" and hint in repr(verdict), (answer, repr(verdict))
+    for bad in ("7087872", None, float("inf"), torch.ones(3)):
+        assert scaling.check_layer_params(bad).first_error == "input"
+
+
+def test_explorer_opens_on_the_tables_first_row():
+    """The explorer shows its first combination until a control moves: the chapter's text describes it."""
+    first = {"d_k": scaling.EXPLORER_D_KS[0], "scale": list(scaling.SCALES)[0]}
+    assert first == {"d_k": 4, "scale": "1 (no scaling)"}
+    assert scaling.EXPLORER_D_KS[0] in scaling.DEFAULT_D_KS  # a row of the chapter's table
+    assert round(scaling.softmax_stats(**first)["max_weight"], 2) == 0.44

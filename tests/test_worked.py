@@ -232,6 +232,26 @@ def test_single_head_of_the_same_size():
 # ----------------------------------------------------------------------------------------------
 
 
+def latex_cells(latex: str) -> list[list[str]]:
+    """The cells of a typeset matrix or labelled table, row by row."""
+    body = latex.split(r"\begin{", 1)[1].split("}", 2)[-1].rsplit(r"\end{", 1)[0]
+    return [[c.strip() for c in row.split("&")] for row in body.replace(r"\hline", "").split(r"\\")]
+
+
+@pytest.mark.parametrize("step", ["x", "weights_in", "w_o", "qkv", "scores", "scaled_scores", "weights", "output"])
+def test_typeset_matrices_hold_the_text_numbers_and_labels(step):
+    """The book shows the LaTeX, nbval compares the text: both must say the same, labels included."""
+    for m in viz.worked.matrices(mha.worked_example(), step):
+        text_rows = [line.split() for line in m.text.splitlines()[1:]]
+        cells = latex_cells(m.latex)
+        assert len(cells) == len(text_rows)
+        assert [c.replace(r"\text{", "").rstrip("}") for c in cells[0][1:]] == text_rows[0]  # column labels
+        for text_row, latex_row in zip(text_rows[1:], cells[1:]):
+            label = latex_row[0].replace(r"\text{", "").rstrip("}")
+            assert " ".join(text_row).startswith(label)  # "1 the", "det", "h1.d1"
+            assert text_row[-len(latex_row) + 1 :] == latex_row[1:]  # the same numbers, in order
+
+
 def test_format_matrix_and_latex_use_the_same_numbers():
     ex = mha.worked_example()
     text = viz.worked.format_matrix(ex.weights[0], "A1", worked.token_labels(), ex.tokens, row_sums=True)
@@ -243,6 +263,11 @@ def test_format_matrix_and_latex_use_the_same_numbers():
         assert all(n in latex for n in numbers)
     assert latex.startswith(r"A_1 = \begin{bmatrix} 0.649 & 0.088")
     assert latex.count(r"\\") == 2 * (T - 1)
+    labelled = viz.worked.to_latex(ex.weights[0], "A_1", worked.token_labels(), ex.tokens, row_sums=True)
+    assert labelled.startswith(r"A_1 = \begin{array}{l|rrrrr|r}  & \text{the} & \text{cat}")
+    assert r"\text{2 cat} & 0.649 & 0.088 & 0.088 & 0.088 & 0.088 & 1.000" in labelled
+    with pytest.raises(ValueError, match=r"labels must match the matrix shape \(5, 5\)"):
+        viz.worked.to_latex(ex.weights[0], "A_1", ["a"], ex.tokens)
     # Integer matrices print exactly.
     assert viz.worked.to_latex(ex.scores[0], "S").startswith(r"S = \begin{bmatrix} 4 & 0 & 0")
     assert viz.worked.format_number(-0.0001, False) == "0.000"
@@ -253,10 +278,23 @@ def test_matrix_display_has_text_and_latex():
     items = viz.worked.matrices(ex, "weights")
     assert len(items) == 2
     assert repr(items[0]) == items[0].text
-    assert items[1]._repr_latex_().startswith("$$ A_2 = ")
+    assert items[1]._repr_latex_().startswith(r"$$ A_2 = \begin{array}")
     steps = ["x", "weights_in", "w_o", "qkv", "scores", "scaled_scores", "weights", "head_outputs", "concat", "output"]
     counts = [len(viz.worked.matrices(ex, s)) for s in steps]
     assert counts == [1, 6, 1, 6, 2, 2, 2, 2, 1, 1]
+
+
+def test_show_displays_each_matrix_once(monkeypatch, capsys):
+    """The chapter shows every matrix once: typeset in the book, its text form compared by nbval."""
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    ex = mha.worked_example()
+    viz.worked.show(ex, "qkv")
+    assert capsys.readouterr().out == ""  # nothing printed besides the displays
+    assert [m.text for m in shown] == [m.text for m in viz.worked.matrices(ex, "qkv")]
+    assert all(m._repr_latex_().startswith("$$") and repr(m) == m.text for m in shown)
 
 
 def test_errors():
@@ -345,17 +383,86 @@ def test_check_row_with_temperature():
     assert "temperature" in repr(r)
 
 
-def test_check_row_errors():
-    with pytest.raises(ValueError, match=r"head must be 1 or 2 \(numbered from 1, as on the page\), found 0"):
-        worked.check_row(0, 1, scores=[0] * 5)
-    with pytest.raises(ValueError, match=r"row must be a token number 1..5"):
-        worked.check_row(1, 6, scores=[0] * 5)
-    with pytest.raises(ValueError, match=r"give at least one of"):
-        worked.check_row(1, 1)
-    with pytest.raises(ValueError, match=r"scores must hold 5 numbers, found shape \(4,\)"):
-        worked.check_row(1, 1, scores=[0] * 4)
-    with pytest.raises(TypeError, match=r"weights must be a list of 5 numbers"):
-        worked.check_row(1, 1, weights="0.2")
+@pytest.mark.parametrize(
+    "args,kwargs,message",
+    [
+        ((0, 1), {"scores": [0] * 5}, r"head must be 1 or 2 (numbered from 1, as on the page), found 0"),
+        ((1, 6), {"scores": [0] * 5}, "row must be a token number 1..5"),
+        (("1", 2), {"scores": [0] * 5}, "head must be 1 or 2"),
+        ((1, 1), {}, "give at least one of"),
+        ((1, 1), {"scores": [0] * 4}, "scores must hold 5 numbers, found shape (4,)"),
+        ((1, 1), {"scores": [[0] * 5]}, "scores must hold 5 numbers, found shape (1, 5)"),
+        ((1, 1), {"weights": "0.2"}, "weights must be a list of 5 numbers, found the string '0.2'"),
+        ((1, 1), {"weights": [0.2, float("nan"), 0.2, 0.2, 0.2]}, "entries [2] are NaN or infinite"),
+        ((1, 1), {"output": {"a": 1}}, "output must be a list of 4 numbers, found dict"),
+    ],
+)
+def test_check_row_answers_malformed_input_with_a_message(args, kwargs, message):
+    verdict = worked.check_row(*args, **kwargs)  # never raises for a reader's answer
+    assert not verdict.ok and verdict.first_error == "input"
+    assert message in repr(verdict) and "cannot check this answer" in repr(verdict)
+
+
+def test_check_row_refuses_a_wrong_example():
+    with pytest.raises(TypeError, match="example must be a WorkedExample"):
+        worked.check_row(1, 1, scores=[0] * 5, example=torch.zeros(5, 8))
+
+
+def test_check_temperature():
+    boundary = worked.temperature_boundary()
+    assert abs(boundary - 2 / math.log(36)) < 1e-12
+    # the boundary is where head 1's weight crosses 0.9, computed from the example itself
+    assert mha.worked_example(temperature=boundary * 0.999).weights[0, 1, 0] > 0.9
+    assert mha.worked_example(temperature=boundary * 1.001).weights[0, 1, 0] < 0.9
+    assert worked.check_temperature(0.558).ok and worked.check_temperature(torch.tensor(0.5581)).ok
+    assert "correct" in repr(worked.check_temperature(round(boundary, 3)))
+    slips = {
+        2 / math.log(9): "four others",
+        4 / math.log(36): "raw score 4",
+        1 / math.log(36): "divided the score by d_k",
+        math.log(36) / 2: "upside down",
+        2 / math.log(3.6): "e > 36, not 3.6",
+        2 / math.log(40): "not 4 / 0.1 = 40",
+        0.3: "sharper than at the boundary",
+        1.5: "flatter than at the boundary",
+    }
+    for answer, hint in slips.items():
+        verdict = worked.check_temperature(answer)
+        assert not verdict.ok and verdict.first_error == "tau" and hint in repr(verdict), (answer, repr(verdict))
+    for bad, message in [
+        ("0.558", "found the string '0.558'"),
+        (float("nan"), "finite number, found nan"),
+        (True, "found bool"),
+        (torch.zeros(2), "found a tensor of shape (2,)"),
+        ([0.558], "found list"),
+    ]:
+        verdict = worked.check_temperature(bad)
+        assert verdict.first_error == "input" and message in repr(verdict), (bad, repr(verdict))
+
+
+def test_check_output_row():
+    ex = mha.worked_example()
+    for t in range(1, 6):
+        assert worked.check_output_row(t, [round(v, 3) for v in ex.output[t - 1].tolist()]).ok
+    h1, h2 = ex.head_outputs[0, 1], ex.head_outputs[1, 1]
+    slips = {
+        "concatenation": ex.concat[1],
+        "halves are swapped": torch.cat([h1 - h2, h1 + h2]),
+        "head 1 - head 2": torch.cat([h1 + h2, h2 - h1]),
+        "I above -I": torch.cat([h1 + h2, h1 + h2]),
+        "entries 8 (o8) are off": torch.cat([h1 + h2, h1 - h2]) + torch.tensor([0.0] * 7 + [1.0], dtype=torch.float64),
+    }
+    for hint, answer in slips.items():
+        verdict = worked.check_output_row(2, answer.tolist())
+        assert not verdict.ok and verdict.first_error == "output" and hint in repr(verdict), repr(verdict)
+    for row, answer, message in [
+        (2, [1.0, 2.0], "output must hold 8 numbers, found shape (2,)"),
+        (2, "0.849 1.007", "found the string"),
+        (2, [float("nan")] * 8, "are NaN or infinite"),
+        (9, ex.output[1].tolist(), "row must be a token number 1..5"),
+    ]:
+        verdict = worked.check_output_row(row, answer)
+        assert verdict.first_error == "input" and message in repr(verdict)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -370,7 +477,7 @@ def test_explorer_grid_is_small_and_renders():
     from mha.viz.widgets import frame_count
 
     assert frame_count(worked.EXPLORER_CONTROLS) <= 30
-    fig = viz.worked.render_explorer(noun=0, verb=1, temperature=0.5)
+    fig = viz.worked.render_explorer(dog_type="verb", temperature=0.5)
     try:
         assert isinstance(fig, Figure)
         assert [ax.get_title() for ax in fig.axes[:2]] == ["head 1 (previous token)", "head 2 (same type)"]
@@ -378,15 +485,63 @@ def test_explorer_grid_is_small_and_renders():
         plt.close(fig)
 
 
+def test_explorer_opens_on_the_page_example():
+    """Every control's first value is the frame the book shows first: it must be the text's case."""
+    first = {name: values[0] for name, values in worked.EXPLORER_CONTROLS.items()}
+    assert first == {"dog_type": "noun", "temperature": 1}
+    assert torch.equal(worked.explorer_example(**first).weights, mha.worked_example().weights)
+    assert set(worked.EXPLORER_CONTROLS["dog_type"]) == {"det", "noun", "verb", "none"}  # one type at a time
+
+
+def test_explorer_text_is_readable():
+    """Every text in a frame is at least 9 pt, i.e. 10 px at the 80 dpi frames are stored at, and
+    the frame is narrower than the book's text column, so the page shows it unscaled."""
+    import matplotlib.pyplot as plt
+    import matplotlib.text
+
+    from mha.viz.widgets import FRAME_DPI
+
+    fig = viz.worked.render_explorer("none", 0.25)
+    try:
+        texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_text().strip()]
+        assert min(t.get_fontsize() for t in texts) >= 9
+        assert viz.worked.PANEL_FONTSIZE * FRAME_DPI / 72 >= 12  # the step panel: 12 px or more
+        width_px = fig.get_tightbbox().width * FRAME_DPI
+        assert width_px <= 700, width_px
+    finally:
+        plt.close(fig)
+
+
 def test_explorer_data():
-    verb_dog = worked.explorer_example(noun=0, verb=1)
+    verb_dog = worked.explorer_example("verb")
     assert torch.equal(verb_dog.x[4, :3], torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64))
     assert verb_dog.weights[1, 4].argmax().item() == 2  # head 2: dog, now a verb, looks at saw
     assert torch.equal(verb_dog.weights[0], mha.worked_example().weights[0])  # head 1 ignores types
     assert worked.explorer_example().output.equal(mha.worked_example().output)
     sharp = worked.explorer_example(temperature=0.5)
     assert sharp.weights[0, 1, 0] > mha.worked_example().weights[0, 1, 0]
-    alt = worked.explorer_alt(noun=0, verb=1, temperature=1)
+    alt = worked.explorer_alt("verb", temperature=1)
     assert "head 2: dog's largest weight 0.42 on token 3 (saw) and 5 (dog)" in alt
     summary = viz.worked.explorer_summary(verb_dog)
-    assert summary.splitlines()[0] == "token 5 (dog), temperature 1"
+    assert summary.splitlines()[0] == "token 5 (dog): det 0, noun 0, verb 1; temperature 1"
+    assert summary.splitlines()[5].split() == [
+        "A",
+        "0.088",
+        "0.088",
+        "0.088",
+        "0.649",
+        "0.088",
+        "0.056",
+        "0.056",
+        "0.416",
+        "0.056",
+        "0.416",
+    ]
+    det_dog = worked.explorer_example("det")
+    assert [f"{w:.3f}" for w in det_dog.weights[1, 4, [0, 3, 4]].tolist()] == [
+        "0.306"
+    ] * 3  # three determiners: e²/(3e² + 2)
+    none_dog = worked.explorer_example("none")
+    assert torch.allclose(none_dog.weights[1, 4], torch.full((5,), 0.2, dtype=torch.float64))  # uniform
+    with pytest.raises(ValueError, match=r"dog_type must be one of \['noun', 'verb', 'det', 'none'\], found 'adj'"):
+        worked.explorer_example("adj")

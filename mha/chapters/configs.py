@@ -13,7 +13,7 @@ L = num_layers, V = vocabulary size, P = learned positions, F = d_ff (MLP width)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
 
 import torch
 from torch import nn
@@ -21,165 +21,15 @@ from torch import nn
 from ..checks import check_positive_int
 from ..counting import attention_flops_breakdown, attention_params, kv_cache_bytes
 from ..modules import GroupedQueryAttention
+from .answers import malformed, read_number, right, wrong
+from .models import CLASSIC_CONFIGS, LLAMA2_CONFIGS, ModelConfig, config  # noqa: F401 (the chapter's data)
 from .tables import format_bytes, format_table  # noqa: F401 (the chapter prints with configs.format_*)
 
 #: Bytes per stored element for the precisions the chapter compares.
 BYTES_PER_ELEMENT = {"fp32": 4, "fp16": 2, "bf16": 2, "8-bit": 1}
 
-#: One GiB (2**30 bytes). Sizes in this chapter are binary: a "24 GB" card holds 24 GiB.
+#: One GiB (2**30 bytes). Every size in this chapter is binary (KiB, MiB, GiB).
 GIB = 2**30
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    """The shape of a published transformer, enough to count its parameters exactly.
-
-    ``family`` says how the non-attention parts are built:
-    ``"bert"`` (post-norm encoder: word + position + token-type embeddings and a LayerNorm,
-    a GELU MLP with biases, a tanh pooler), ``"gpt2"`` (pre-norm decoder: token + position
-    embeddings, a final LayerNorm, the output layer tied to the token embedding) or
-    ``"llama"`` (pre-norm decoder with RMSNorm, a SwiGLU MLP without biases, rotary positions,
-    so no position table, and an untied output layer).
-
-    ``published_params`` is the exact parameter count of the released checkpoint;
-    ``paper_params`` the rounded figure the paper gives.
-    """
-
-    name: str
-    family: str
-    d_model: int
-    num_heads: int
-    num_layers: int
-    d_ff: int
-    vocab_size: int
-    num_kv_heads: int | None = None
-    max_positions: int = 0
-    bias: bool = True
-    published_params: int | None = None
-    paper_params: str = ""
-
-    def __post_init__(self):
-        if self.family not in {"bert", "gpt2", "llama"}:
-            raise ValueError(f"family must be 'bert', 'gpt2' or 'llama', found {self.family!r}")
-        attention_params(self.d_model, self.num_heads, self.num_kv_heads)  # validates the sizes
-
-    @property
-    def head_dim(self) -> int:
-        return self.d_model // self.num_heads
-
-    @property
-    def kv_heads(self) -> int:
-        """G: key/value heads (H for multi-head attention)."""
-        return self.num_heads if self.num_kv_heads is None else self.num_kv_heads
-
-
-#: BERT (Devlin et al. 2019) and GPT-2 (Radford et al. 2019) as released. The GPT-2 paper's
-#: sizes (117M, 345M, 762M, 1542M) undercount the released models; OpenAI later renamed them
-#: 124M, 355M, 774M and 1558M.
-CLASSIC_CONFIGS = (
-    ModelConfig(
-        "BERT-base",
-        "bert",
-        768,
-        12,
-        12,
-        3072,
-        30522,
-        max_positions=512,
-        published_params=109_482_240,
-        paper_params="110M",
-    ),
-    ModelConfig(
-        "BERT-large",
-        "bert",
-        1024,
-        16,
-        24,
-        4096,
-        30522,
-        max_positions=512,
-        published_params=335_141_888,
-        paper_params="340M",
-    ),
-    ModelConfig(
-        "GPT-2 small",
-        "gpt2",
-        768,
-        12,
-        12,
-        3072,
-        50257,
-        max_positions=1024,
-        published_params=124_439_808,
-        paper_params="117M",
-    ),
-    ModelConfig(
-        "GPT-2 medium",
-        "gpt2",
-        1024,
-        16,
-        24,
-        4096,
-        50257,
-        max_positions=1024,
-        published_params=354_823_168,
-        paper_params="345M",
-    ),
-    ModelConfig(
-        "GPT-2 large",
-        "gpt2",
-        1280,
-        20,
-        36,
-        5120,
-        50257,
-        max_positions=1024,
-        published_params=774_030_080,
-        paper_params="762M",
-    ),
-    ModelConfig(
-        "GPT-2 XL",
-        "gpt2",
-        1600,
-        25,
-        48,
-        6400,
-        50257,
-        max_positions=1024,
-        published_params=1_557_611_200,
-        paper_params="1542M",
-    ),
-)
-
-#: Llama 2 7B (multi-head attention) and 70B (grouped-query attention, 8 KV heads), the pair the
-#: KV-cache section compares. Attention projections have no biases.
-LLAMA2_CONFIGS = (
-    ModelConfig(
-        "Llama-2-7B", "llama", 4096, 32, 32, 11008, 32000, bias=False, published_params=6_738_415_616, paper_params="7B"
-    ),
-    ModelConfig(
-        "Llama-2-70B",
-        "llama",
-        8192,
-        64,
-        80,
-        28672,
-        32000,
-        num_kv_heads=8,
-        bias=False,
-        published_params=68_976_648_192,
-        paper_params="70B",
-    ),
-)
-
-
-def config(name: str) -> ModelConfig:
-    """The configuration called ``name`` (e.g. ``"GPT-2 XL"``)."""
-    for cfg in CLASSIC_CONFIGS + LLAMA2_CONFIGS:
-        if cfg.name == name:
-            return cfg
-    names = [c.name for c in CLASSIC_CONFIGS + LLAMA2_CONFIGS]
-    raise ValueError(f"name must be one of {names}, found {name!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,18 +200,45 @@ def crossover_seq_len(d_model: int, num_heads: int, num_kv_heads: int | None = N
     return one_token["projections"] / one_token["attention"]
 
 
+def block_flops_split(seq_len: int, cfg: ModelConfig) -> dict:
+    """Forward FLOPs of one whole block of ``cfg`` on one sequence: attention and its MLP.
+
+    Returns:
+        dict with ``projections`` (Q, K, V, O: ∝ T·D²), ``mlp`` (2 matrices of D x F, or 3 for
+        Llama's SwiGLU: ∝ T·D·F), ``linear`` (their sum), ``attention`` (4·T²·D, the full T x T
+        scores of a non-causal layer) and ``total``.
+    """
+    split = flops_split(seq_len, cfg.d_model, cfg.num_heads, cfg.num_kv_heads)
+    matrices = 3 if cfg.family == "llama" else 2
+    mlp = matrices * 2 * seq_len * cfg.d_model * cfg.d_ff
+    linear = split["projections"] + mlp
+    return {**split, "mlp": mlp, "linear": linear, "total": linear + split["attention"]}
+
+
+def block_crossover_seq_len(cfg: ModelConfig) -> float:
+    """The T at which a whole block's attention FLOPs equal its linear layers' (projections + MLP).
+
+    With a 4·D MLP (BERT, GPT-2) the linear layers cost 8·T·D² + 16·T·D² = 24·T·D², so the
+    crossover moves from 2·D (attention layer alone, :func:`crossover_seq_len`) to 6·D.
+    """
+    one_token = block_flops_split(1, cfg)
+    return one_token["linear"] / one_token["attention"]
+
+
 def count_forward_flops(module: nn.Module, *args, **kwargs) -> int:
     """FLOPs of ``module(*args, **kwargs)`` as counted by ``torch.utils.flop_counter.FlopCounterMode``.
 
     The counter sees every matrix multiplication (2 FLOPs per multiply-add), not additions of
-    biases or the softmax: the same convention as :func:`mha.attention_flops`. Call attention
-    modules with ``need_weights=True``: the fused CPU kernel used otherwise is not counted.
-    Gradients stay on (only the forward runs): under ``torch.no_grad()`` an ``nn.MultiheadAttention``
-    in eval mode takes a fused "fast path" the counter does not see either.
+    biases or the softmax: the same convention as :func:`mha.attention_flops`. Fused attention
+    runs on PyTorch's math kernel here (its matrix products are counted; the CPU flash kernel's
+    are not). Call attention modules with ``need_weights=True`` and keep gradients on: under
+    ``torch.no_grad()`` an ``nn.MultiheadAttention`` in eval mode takes a fused "fast path" that
+    the counter does not see.
     """
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.utils.flop_counter import FlopCounterMode
 
-    with FlopCounterMode(display=False) as counter:
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
         module(*args, **kwargs)
     return counter.get_total_flops()
 
@@ -480,8 +357,9 @@ def calculator(
 
 
 #: The numbers behind the KV explorer (its controls and frames are in mha.viz.configs).
-#: The model the KV explorer varies: H = 32 query heads of width 128 (d_model = 4096), 24 GiB budget.
-KV_EXPLORER_MODEL = {"num_heads": 32, "head_dim": 128, "budget_bytes": 24 * GIB}
+#: The model the KV explorer varies: Llama 2 7B's H = 32 query heads of width 128 (d_model = 4096),
+#: trained with 4,096 tokens; a 24 GiB budget.
+KV_EXPLORER_MODEL = {"num_heads": 32, "head_dim": 128, "budget_bytes": 24 * GIB, "train_context": 4096}
 
 
 def kv_explorer_values(num_kv_heads: int, num_layers: int, batch_size: int, precision: str) -> dict:
@@ -496,3 +374,122 @@ def kv_explorer_values(num_kv_heads: int, num_layers: int, batch_size: int, prec
         "at_4k": kv_cache_bytes(batch_size, 4096, *args),
         "at_32k": kv_cache_bytes(batch_size, 32768, *args),
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Exercises: checkers that answer back (a Verdict, never a traceback)
+# ---------------------------------------------------------------------------------------------
+
+
+def _first_match(value: float, slips) -> str | None:
+    for slip, hint in slips:
+        if slip is not None and math.isclose(value, slip, rel_tol=1e-6, abs_tol=0.5):
+            return hint
+    return None
+
+
+def check_attention_params(answer, d_model: int, num_heads: int, num_kv_heads: int | None = None, bias: bool = True):
+    """Exercise: the parameters of one attention layer (``num_kv_heads`` < ``num_heads``: GQA/MQA).
+
+    Recognises the usual slips: W_O left out (the source table's mistake), the MHA count, biases
+    added or forgotten, only one of K and V shrunk, the source's "one head plus W_O" sum.
+    """
+    title = f"parameters of one layer: d_model {d_model}, h {num_heads}, g {num_kv_heads or num_heads}, bias {bias}"
+    value, problem = read_number("answer", answer)
+    if problem:
+        return malformed(title, problem)
+    target = attention_params(d_model, num_heads, num_kv_heads, bias)
+    if value == target:
+        return right(title, f"correct: {target:,}")
+    g = num_heads if num_kv_heads is None else num_kv_heads
+    head_dim = d_model // num_heads
+    biases = target - attention_params(d_model, num_heads, num_kv_heads, False)
+    slips = [
+        (
+            target - d_model * d_model - (d_model if bias else 0),
+            "W_O is missing: GQA and MQA keep the output projection",
+        ),
+        (
+            attention_params(d_model, num_heads, None, bias) if g != num_heads else None,
+            f"that is multi-head attention; only W_K and W_V shrink, to d_model x g·d_k with g = {g}",
+        ),
+        (target - biases if bias else None, f"the biases are missing: {biases:,} of them (Q, K, V and O)"),
+        (None if bias else attention_params(d_model, num_heads, num_kv_heads, True), "bias=False: no biases to add"),
+        ((3 * num_heads + g) * head_dim * d_model if g != num_heads else None, "both W_K and W_V shrink, not one"),
+        (
+            3 * d_model * head_dim + d_model * d_model,
+            "one head's W_Q, W_K, W_V plus the whole W_O counts no real layer",
+        ),
+    ]
+    hint = _first_match(value, slips) or "add W_Q (d·h·d_k), W_K and W_V (d·g·d_k each) and W_O (h·d_k·d)"
+    return wrong(title, "count", hint)
+
+
+def check_max_context(answer, model: str, precision: str = "fp16", budget_bytes: int = 24 * GIB, batch_size=1):
+    """Exercise: the longest context whose KV cache fits in ``budget_bytes`` (a whole number of tokens).
+
+    Recognises: K or V forgotten, the layers forgotten, h instead of g, decimal GB, the wrong
+    element size, the batch forgotten, rounding up.
+    """
+    cfg = config(model)
+    size = BYTES_PER_ELEMENT[precision]
+    title = f"longest context: {model}, {precision}, batch {batch_size}, budget {format_bytes(budget_bytes)}"
+    value, problem = read_number("answer", answer)
+    if problem:
+        return malformed(title, problem)
+    per_token = cache_bytes_per_token(cfg, size) * batch_size
+    target = budget_bytes // per_token
+    if value == target:
+        return right(title, f"correct: {target:,} tokens ({format_bytes(per_token)} per token)")
+    if value != int(value):
+        return wrong(title, "tokens", "a context is a whole number of tokens: round the quotient down")
+    slips = [
+        (target + 1, "one token too many: round down, the last partial token does not fit"),
+        (2 * target, "keys AND values: the cache holds 2 tensors per layer"),
+        (cfg.num_layers * target, f"every one of the {cfg.num_layers} layers keeps its own cache"),
+        (
+            budget_bytes // (per_token * cfg.num_heads // cfg.kv_heads) if cfg.kv_heads != cfg.num_heads else None,
+            f"only the g = {cfg.kv_heads} key/value heads are cached, not all h = {cfg.num_heads}",
+        ),
+        (budget_bytes * 10**9 // 2**30 // per_token, "binary units: 1 GiB is 2^30 bytes, not 10^9"),
+        (budget_bytes // (per_token // size * 4) if size != 4 else None, f"{precision} takes {size} bytes, not 4"),
+        (budget_bytes // (per_token // size * 2) if size != 2 else None, f"{precision} takes {size} byte(s), not 2"),
+        (target * batch_size if batch_size > 1 else None, f"each of the {batch_size} sequences has its own cache"),
+    ]
+    hint = _first_match(value, slips) or "divide the budget by 2 · b · L · g · d_k · s bytes per token, then round down"
+    return wrong(title, "tokens", hint)
+
+
+def check_max_kv_heads(
+    answer,
+    num_layers=32,
+    num_heads=32,
+    head_dim=128,
+    batch_size=8,
+    seq_len=32768,
+    precision="fp16",
+    budget_bytes: int = 24 * GIB,
+):
+    """Exercise: the largest number of key/value heads g (a divisor of h) whose cache fits."""
+    size = BYTES_PER_ELEMENT[precision]
+    title = f"largest g: h {num_heads}, L {num_layers}, batch {batch_size}, {seq_len:,} tokens, {precision}"
+    value, problem = read_number("answer", answer)
+    if problem:
+        return malformed(title, problem)
+    fits = [
+        g
+        for g in divisors(num_heads)
+        if kv_cache_bytes(batch_size, seq_len, num_layers, g, head_dim, size) <= budget_bytes
+    ]
+    target = max(fits) if fits else 0
+    if value == target:
+        return right(title, f"correct: g = {target}")
+    if value != int(value) or value < 1:
+        return wrong(title, "g", "g counts key/value heads: a whole number from 1 to h")
+    g = int(value)
+    if num_heads % g:
+        return wrong(title, "g", f"g must divide h = {num_heads}: each key/value head serves h / g query heads")
+    need = kv_cache_bytes(batch_size, seq_len, num_layers, g, head_dim, size)
+    if need > budget_bytes:
+        return wrong(title, "g", f"g = {g} needs {format_bytes(need)}, more than {format_bytes(budget_bytes)}")
+    return wrong(title, "g", f"g = {g} fits ({format_bytes(need)}), but a larger divisor of {num_heads} fits too")

@@ -1,15 +1,19 @@
 """Chapter 7's analyses of all-MiniLM-L6-v2: what each of its heads does, and how much it matters.
 
 The model itself (configuration, weights, tokenizer, forward pass) is :mod:`mha.bert`; the
-figures are in :mod:`mha.viz.pretrained`. Here:
+figures are in :mod:`mha.viz.pretrained_analysis`. Here:
 
 * looking at the heads: every head's weights on a sentence (:func:`attention_maps`), which heads
   send "it" to its antecedent (:func:`it_resolution`), a census of what each head mostly does
   (:func:`head_scores`, :func:`classify_heads`) and how alike two heads are (:func:`head_similarity`);
-* removing heads: the quality of the sentence embeddings on the course's paraphrase pairs
-  (:func:`paraphrase_quality`) with some heads gated off, one at a time and in pruning orders
-  (:func:`ablation_study`), stored in ``mha/data/minilm_head_ablation.json``;
-* ``python scripts/make_ablation_cache.py`` recomputes that file (minutes on a CPU).
+* what a head writes, not only where it looks: Kobayashi et al. 2020's vector norms
+  (:func:`head_value_vectors`, :func:`value_norms`);
+* the yardstick for removing heads: the quality of the sentence embeddings on the course's
+  paraphrase pairs (:func:`paraphrase_quality`, :func:`pair_margins`) with some heads gated off
+  (:func:`quality_with_heads`), and Michel et al.'s importance score (:func:`importance_scores`);
+  the pruning study itself is :mod:`mha.chapters.pretrained_pruning`, the Winograd-style twins
+  :mod:`mha.chapters.pretrained_twins`;
+* the exercise checkers :func:`check_importance` and :func:`check_twin_margins`.
 
 Shape legend: B batch, T tokens, D d_model, H heads, L layers, N pairs.
 """
@@ -24,8 +28,8 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from ..attention import split_heads
 from ..bert import (
-    PIP_REQUIREMENT,
     Batch,
     BertConfig,
     BertEncoder,
@@ -203,15 +207,24 @@ class Quality(NamedTuple):
     margin: float
 
 
+def pair_margins(emb_a: torch.Tensor, emb_b: torch.Tensor) -> torch.Tensor:
+    """Each pair's margin cos(a_i, b_i) - mean_{j != i} cos(a_i, b_j), differentiable.
+
+    Shapes: emb_a, emb_b (N, D), unit length, row i of each a paraphrase pair. Returns (N,).
+    """
+    sims = emb_a @ emb_b.T  # (N, N) cosine similarities
+    positive = sims.diagonal()  # (N,)
+    others = (sims.sum(dim=1) - positive) / (sims.shape[0] - 1)  # (N,) mean similarity to the other b's
+    return positive - others
+
+
 def paraphrase_quality(emb_a: torch.Tensor, emb_b: torch.Tensor) -> Quality:
     """Shapes: emb_a, emb_b (N, D), unit length, row i of each a paraphrase pair."""
-    sims = (emb_a @ emb_b.T).to("cpu", torch.float64)  # (N, N) cosine similarities
-    n = sims.shape[0]
-    target = torch.arange(n)
+    emb_a, emb_b = emb_a.detach().to("cpu", torch.float64), emb_b.detach().to("cpu", torch.float64)
+    sims = emb_a @ emb_b.T  # (N, N) cosine similarities
+    target = torch.arange(sims.shape[0])
     hits = (sims.argmax(dim=1) == target).sum() + (sims.argmax(dim=0) == target).sum()
-    positive = sims.diagonal()  # (N,)
-    others = (sims.sum(dim=1) - positive) / (n - 1)  # (N,) mean similarity to the other b's
-    return Quality(float(hits) / (2 * n), float((positive - others).mean()))
+    return Quality(float(hits) / (2 * sims.shape[0]), float(pair_margins(emb_a, emb_b).mean()))
 
 
 def pair_batches(tokenizer, pairs=None) -> tuple[Batch, Batch]:
@@ -229,6 +242,21 @@ def quality_with_heads(model: BertEncoder, batches, head_mask=None) -> Quality:
     )
 
 
+def importance_scores(gradients: np.ndarray, normalize: bool = True) -> np.ndarray:
+    """Michel et al.'s head importance I_h = mean over examples of |dL/d xi_h|, here L = -margin.
+
+    The absolute value is taken per pair, *before* averaging: a head that helps one pair and
+    hurts another is important to both. With ``normalize`` each layer's scores are divided by their
+    l2 norm, as Michel et al. do before pruning across layers.
+
+    Shapes: gradients (N, L, H). Returns (L, H).
+    """
+    score = np.abs(gradients).mean(axis=0)  # (L, H)
+    if normalize:
+        score = score / np.linalg.norm(score, axis=1, keepdims=True)  # each layer's row: unit l2 norm
+    return score
+
+
 def head_mask_without(config: BertConfig, removed) -> torch.Tensor:
     """A (L, H) head mask of ones with zeros at the ``removed`` (layer, head) pairs (0-based)."""
     mask = torch.ones(config.num_layers, config.num_heads)
@@ -241,128 +269,220 @@ def head_mask_without(config: BertConfig, removed) -> torch.Tensor:
     return mask
 
 
-def single_head_ablation(model: BertEncoder, batches) -> dict:
-    """The quality after removing each head alone. Returns (L, H) arrays accuracy and margin."""
-    config = model.config
-    accuracy = np.zeros((config.num_layers, config.num_heads))
-    margin = np.zeros_like(accuracy)
-    for layer in range(config.num_layers):
-        for head in range(config.num_heads):
-            q = quality_with_heads(model, batches, head_mask_without(config, [(layer, head)]))
-            accuracy[layer, head], margin[layer, head] = q
-    return {"accuracy": accuracy, "margin": margin}
+# ---------------------------------------------------------------------------------------------
+# Weight is not all a head writes: Kobayashi et al. 2020's vector norms
+# ---------------------------------------------------------------------------------------------
 
 
-def pruning_curve(model: BertEncoder, batches, order, counts) -> dict:
-    """Remove heads in ``order`` (a list of (layer, head)) and measure after each count in ``counts``.
+def head_value_vectors(attn, x: torch.Tensor) -> torch.Tensor:
+    """f_h(x_j) = (x_j W_V + b_V)_h W_O^h: what head h adds to the output for each unit of weight on
+    token j (Kobayashi et al. 2020). A head's output is sum_j A[i, j] f_h(x_j); the sum over heads,
+    plus W_O's bias, is the attention block's output.
 
-    Returns: dict with ``removed`` (the counts), ``accuracy`` and ``margin`` (lists, one per count).
+    Shapes: x (B, T, D), the input of the attention block ``attn`` (:class:`mha.MultiHeadAttention`).
+    Returns (B, H, T, D).
     """
-    result = {"removed": [], "accuracy": [], "margin": []}
-    for count in counts:
-        q = quality_with_heads(model, batches, head_mask_without(model.config, order[:count]))
-        result["removed"].append(int(count))
-        result["accuracy"].append(q.accuracy)
-        result["margin"].append(q.margin)
-    return result
+    values = split_heads(attn.v_proj(x), attn.num_heads)  # (B, T, D) -> (B, H, T, Dh)
+    w_o = attn.out_proj.weight.view(x.shape[-1], attn.num_heads, attn.head_dim)  # (D, H*Dh) -> (D, H, Dh)
+    return torch.einsum("bhtk,dhk->bhtd", values, w_o)  # (B, H, T, D)
 
 
-#: Precomputed by :func:`ablation_study` (about a hundred forward passes, minutes on a CPU, too
-#: slow for a notebook cell); ``python scripts/make_ablation_cache.py`` rewrites it. Tests
-#: recompute entries.
-ABLATION_RESULTS = DATA_DIR / "minilm_head_ablation.json"
-#: How many heads the pruning curves remove at each step.
-PRUNING_STEP = 6
+def value_norms(model: BertEncoder, tokenizer, sentences) -> dict:
+    """How much of what each head writes comes from [CLS], by weight and by vector norm.
 
+    For a word query i of head h: weight share of [CLS] = A[i, CLS]; norm share of [CLS] =
+    ||A[i, CLS] f(x_CLS)|| / sum_j ||A[i, j] f(x_j)||. Averaged over the word queries of all
+    ``sentences``. Also ``cls_norm_ratio``, ||f(x_CLS)|| over the mean ||f(x_j)|| of the words, and
+    ``output_norm``, the mean norm of the head's output ||sum_j A[i, j] f(x_j)|| at a word.
 
-def pruning_counts(config: BertConfig) -> tuple[int, ...]:
-    """The numbers of removed heads a pruning curve measures: 0, 6, 12, ... up to all L·H heads."""
-    return tuple(range(0, config.num_layers * config.num_heads + 1, PRUNING_STEP))
-
-
-def pairs_digest(path=None) -> str:
-    """SHA-256 of the sentence-pair file, to tell whether stored results still match it."""
-    import hashlib
-
-    return hashlib.sha256(Path(SENTENCE_PAIRS if path is None else path).read_bytes()).hexdigest()
-
-
-def ablation_study(model: BertEncoder, tokenizer, seed: int = 0) -> dict:
-    """Single-head ablation and three pruning curves on the course's sentence pairs.
-
-    The orders: "least harmful first" (heads sorted by the margin after removing each alone, the
-    highest first, as Michel et al. 2019 prune the least important heads first), its reverse
-    "most harmful first", and a "random" order (``seed``).
-
-    Returns: a JSON-ready dict (lists of floats rounded to 6 decimals).
+    Returns a dict of (L, H) float64 arrays: cls_weight, cls_norm_share, cls_norm_ratio, output_norm.
     """
-    batches = pair_batches(tokenizer)
-    full = quality_with_heads(model, batches)
-    single = single_head_ablation(model, batches)
-    num_heads = model.config.num_heads
-    flat = single["margin"].ravel()
-    least_first = [divmod(int(i), num_heads) for i in np.argsort(-flat, kind="stable")]
-    rng = np.random.default_rng(seed)
-    orders = {
-        "least harmful first": least_first,
-        "most harmful first": least_first[::-1],
-        "random": [divmod(int(i), num_heads) for i in rng.permutation(flat.size)],
-    }
-
-    def rounded(x):
-        return np.round(np.asarray(x, dtype=float), 6).tolist()
-
-    curves = {}
-    for name, order in orders.items():
-        curve = pruning_curve(model, batches, order, pruning_counts(model.config))
-        curves[name] = {
-            "order": [list(p) for p in order],
-            "removed": curve["removed"],
-            "accuracy": rounded(curve["accuracy"]),
-            "margin": rounded(curve["margin"]),
-        }
-    return {
-        "description": "Head ablation of all-MiniLM-L6-v2 on mha/data/sentence_pairs.json, written by "
-        "mha.chapters.pretrained_analysis.ablation_study "
-        "(python scripts/make_ablation_cache.py). A removed head's "
-        "context is zeroed before W_O.",
-        "model": PIP_REQUIREMENT,
-        "pairs_sha256": pairs_digest(),
-        "seed": seed,
-        "full": {"accuracy": full.accuracy, "margin": round(full.margin, 6)},
-        "single_head": {"accuracy": rounded(single["accuracy"]), "margin": rounded(single["margin"])},
-        "pruning": curves,
-    }
+    batch = tokenize(tokenizer, sentences)
+    device = next(model.parameters()).device
+    lengths = batch.attention_mask.sum(dim=1)  # (B,) real tokens, [CLS] ... [SEP]
+    positions = torch.arange(batch.input_ids.shape[1])  # (T,)
+    words = ((positions >= 1) & (positions < lengths[:, None] - 1)).to(torch.float64)  # (B, T): word tokens
+    per_word = words / words.sum(dim=1, keepdim=True)  # (B, T): averages over a sentence's words
+    result = {k: [] for k in ("cls_weight", "cls_norm_share", "cls_norm_ratio", "output_norm")}
+    with torch.no_grad():
+        out = model(*batch.to(device)[:3])
+        for layer, block in enumerate(model.layers):
+            f = head_value_vectors(block.self_attn, out.hidden_states[layer]).to("cpu", torch.float64)  # (B, H, T, D)
+            weights = out.attentions[layer].to("cpu", torch.float64)  # (B, H, T, T), 0 on padding keys
+            f_norm = f.norm(dim=-1)  # (B, H, T)
+            weighted = weights * f_norm[:, :, None, :]  # (B, H, T, T): ||A[i, j] f(x_j)||
+            output = torch.einsum("bhij,bhjd->bhid", weights, f)  # (B, H, T, D)
+            rows = {
+                "cls_weight": weights[..., 0],
+                "cls_norm_share": weighted[..., 0] / weighted.sum(-1).clamp_min(1e-300),
+                "output_norm": output.norm(dim=-1),
+            }  # each (B, H, T): one value per query row
+            for key, value in rows.items():  # mean over each sentence's word queries, then over sentences
+                result[key].append((value * per_word[:, None, :]).sum(-1).mean(0))  # (H,)
+            word_norm = (f_norm * per_word[:, None, :]).sum(-1)  # (B, H): mean ||f(x_j)|| over the words
+            result["cls_norm_ratio"].append((f_norm[..., 0] / word_norm).mean(0))  # (H,)
+    return {k: torch.stack(v).numpy() for k, v in result.items()}  # (L, H) each
 
 
-def load_ablation_study(path=None) -> dict:
-    """The stored :func:`ablation_study` results, with numpy arrays for the (L, H) tables.
+# ---------------------------------------------------------------------------------------------
+# Exercise checkers: say which step is wrong, never print the expected numbers
+# ---------------------------------------------------------------------------------------------
 
-    Raises ValueError when the sentence-pair file changed since they were computed.
+
+class Check(NamedTuple):
+    """A checker's verdict: ``ok``, the name of the first wrong step (or None) and the report."""
+
+    ok: bool
+    first_error: str | None
+    lines: tuple
+
+    def __repr__(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _refuse(step: str, message: str) -> Check:
+    return Check(False, step, (message,))
+
+
+def _as_array(name: str, values, shape: tuple) -> tuple[np.ndarray | None, str | None]:
+    """``values`` as a float array of ``shape``, or None and a message saying what is wrong."""
+    if isinstance(values, (str, bytes)):
+        return None, f"{name} must be numbers, found a string ({values!r:.40})"
+    try:
+        array = np.asarray(values.detach().cpu() if isinstance(values, torch.Tensor) else values, dtype=float)
+    except (TypeError, ValueError):
+        return None, f"{name} must be numbers of shape {shape}, found {type(values).__name__}"
+    if array.shape != shape:
+        hint = " (rows are layers, columns heads: transpose it)" if array.shape == shape[::-1] else ""
+        return None, f"{name} must have shape {shape}, found {array.shape}{hint}"
+    if not np.isfinite(array).all():
+        return None, f"{name} holds NaN or infinite entries: compute every entry"
+    return array, None
+
+
+def check_importance(answer, gradients, tol: float = 1e-3) -> Check:
+    """Check an importance table (L, H) computed by hand from ``gradients`` (N, L, H), the
+    derivatives d m_i / d xi_h of :func:`mha.chapters.pretrained_pruning.margin_gradients`.
+
+    The right answer is :func:`importance_scores` (``normalize=True``) of the same gradients. Hints
+    recognise the usual slips: the signed mean, |mean| instead of mean |.|, no normalisation,
+    normalising the whole table or by the sum. Malformed input gets a message, not an exception.
     """
-    path = ABLATION_RESULTS if path is None else Path(path)
-    study = json.loads(path.read_text())
-    if study["pairs_sha256"] != pairs_digest():
-        raise ValueError(
-            f"{path} was computed on another version of {SENTENCE_PAIRS.name}; "
-            "rerun `python scripts/make_ablation_cache.py` to update it"
+    try:
+        grads = None if isinstance(gradients, (str, bytes)) else np.asarray(gradients, dtype=float)
+    except (TypeError, ValueError):
+        grads = None
+    if grads is None or grads.ndim != 3 or not np.isfinite(grads).all():
+        return _refuse("gradients", "gradients must be the (N, L, H) array margin_gradients returned")
+    mine, problem = _as_array("your answer", answer, grads.shape[1:])
+    if problem:
+        return _refuse("answer", problem)
+    expected = importance_scores(grads)
+    if np.allclose(mine, expected, atol=tol):
+        return Check(
+            True, None, ("importance scores correct: mean |d m_i / d xi_h| over pairs, l2-normalised per layer",)
         )
-    for key in ("accuracy", "margin"):
-        study["single_head"][key] = np.array(study["single_head"][key])
-    return study
+    wrong = [f"L{i + 1}" for i in range(mine.shape[0]) if not np.allclose(mine[i], expected[i], atol=tol)]
+    hints = _importance_slips(mine, grads, tol) or [
+        "score = mean over pairs of |gradient|, then divide each layer by its l2 norm"
+    ]
+    return Check(
+        False, "importance", (f"importance scores wrong in layers {', '.join(wrong)}", *(f"hint: {h}" for h in hints))
+    )
 
 
-# ---------------------------------------------------------------------------------------------
-# Writing the stored study (python scripts/make_ablation_cache.py)
-# ---------------------------------------------------------------------------------------------
+def _importance_slips(mine, grads, tol) -> list[str]:
+    """The usual slips (how the pairs are averaged x how the table is normalised) that give ``mine``."""
+    averages = {
+        None: np.abs(grads).mean(axis=0),  # right: mean over pairs of |derivative|
+        "you took |mean|: take the absolute value of each pair's derivative first, then the mean": np.abs(
+            grads.mean(axis=0)
+        ),
+        "no absolute value: the score averages |dL/d xi_h|, so a head that helps some pairs "
+        "and hurts others counts as important": grads.mean(axis=0),
+    }
+    norms = {
+        None: lambda t: np.linalg.norm(t, axis=1, keepdims=True),  # right: each layer's l2 norm
+        "not normalised: divide each layer's row by its l2 norm": lambda t: 1.0,
+        "you normalised the whole table: normalise each layer (row) by its own l2 norm": np.linalg.norm,
+        "you divided by the row's sum: the normalisation uses the l2 norm, sqrt(sum of squares)": lambda t: t.sum(
+            axis=1, keepdims=True
+        ),
+    }
+    for average_hint, table in averages.items():
+        for norm_hint, norm in norms.items():
+            if (average_hint or norm_hint) and np.allclose(mine, table / norm(table), atol=tol):
+                return [h for h in (average_hint, norm_hint) if h]
+    return []
 
 
-def write_ablation_study(study: dict, path=None) -> Path:
-    """Write :func:`ablation_study`'s results as JSON, one line per innermost list (diff-friendly)."""
-    import re
+def _index(name: str, value, size: int) -> tuple[int | None, str | None]:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= size:
+        return None, f"{name} must be a whole number from 1 to {size} (counted from 1, as on the page), found {value!r}"
+    return int(value) - 1, None
 
-    path = ABLATION_RESULTS if path is None else Path(path)
-    text = json.dumps(study, indent=1)
-    text = re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + " ".join(m.group(1).split()) + "]", text)
-    path.write_text(text + "\n")
-    return path
+
+def _twin_slip(mine, twins, i, layer, head, tol) -> str:
+    """Name the usual slip that produces ``mine`` instead of pair i's margins, if one does."""
+    expected = twins["margins"][i, :, layer, head]
+    pair = twins["pairs"][i]
+    if np.allclose(mine, -expected, atol=tol):
+        return "the signs are reversed: margin = weight(pronoun -> referent) - weight(pronoun -> other noun)"
+    if np.allclose(mine, expected * [1, -1], atol=tol) or np.allclose(mine, expected * [-1, 1], atol=tol):
+        first, second = pair.referents
+        return f"the referent changes between the twins ({first!r}, then {second!r}): one margin uses the wrong noun"
+    columns = []
+    for k, referent in enumerate(pair.referents):
+        tokens, weights = twins["tokens"][2 * i + k], twins["maps"][2 * i + k][layer, head]
+        other = pair.candidates[1] if referent == pair.candidates[0] else pair.candidates[0]
+        p, r, o = (token_position(tokens, w) for w in (pair.pronoun, referent, other))
+        columns.append(weights[r, p] - weights[o, p])
+    if np.allclose(mine, columns, atol=tol):
+        return "you read the column (how much each noun attends to the pronoun): use the pronoun's row"
+    num_pairs, _, num_layers, num_heads = twins["margins"].shape
+    for di, dl, dh in ((0, 1, 1), (0, 1, 0), (0, 0, 1), (1, 0, 0)):
+        if i + di < num_pairs and layer + dl < num_layers and head + dh < num_heads:
+            if np.allclose(mine, twins["margins"][i + di, :, layer + dl, head + dh], atol=tol):
+                return "these are another head's or pair's margins: the page counts from 1, arrays from 0 (subtract 1)"
+    return "in each sentence, read the pronoun's row of this head's map: referent's weight minus the other noun's"
+
+
+def check_twin_margins(twins: dict, pair: int, layer: int, head: int, margins, resolves, tol: float = 1e-3) -> Check:
+    """Check one head's two margins on one twin pair, and the verdict "resolves", done by hand.
+
+    Args:
+        twins: :func:`mha.chapters.pretrained_twins.twin_study`'s result.
+        pair, layer, head: numbered from 1, as on the page (L4H2 is ``layer=4, head=2``).
+        margins: your (m_1, m_2), one per sentence of the pair.
+        resolves: your verdict, True or False.
+    Returns:
+        :class:`Check`; malformed input gets a message, not an exception.
+    """
+    num_pairs, _, num_layers, num_heads = np.shape(twins["margins"])
+    i, problem = _index("pair", pair, num_pairs)
+    layer0, problem = (None, problem) if problem else _index("layer", layer, num_layers)
+    head0, problem = (None, problem) if problem else _index("head", head, num_heads)
+    if problem:
+        return _refuse("arguments", problem)
+    mine, problem = _as_array("margins", margins, (2,))
+    if problem:
+        return _refuse("margins", problem)
+    if not isinstance(resolves, (bool, np.bool_)):
+        return _refuse("resolves", f"resolves must be True or False, found {resolves!r}")
+    expected = twins["margins"][i, :, layer0, head0]
+    lines, first = [f"pair {pair}, L{layer}H{head}"], None
+    if np.allclose(mine, expected, atol=tol):
+        lines.append("  margins  correct")
+    else:
+        first = "margins"
+        lines += ["  margins  wrong", f"  hint: {_twin_slip(mine, twins, i, layer0, head0, tol)}"]
+    right_verdict = bool((expected > 0).all())
+    if bool(resolves) == right_verdict:
+        lines.append("  resolves correct")
+    elif first and bool(resolves) == bool((mine > 0).all()):
+        lines += ["  resolves wrong", "  hint: it follows from your margins: fix them first"]
+    else:
+        first = first or "resolves"
+        lines += ["  resolves wrong", "  hint: a head resolves a pair only when *both* margins are positive"]
+    lines.append("all steps correct" if first is None else f"first step to fix: {first}")
+    return Check(first is None, first, tuple(lines))

@@ -8,7 +8,9 @@ the softmax then puts almost all its weight on the largest one (it *saturates*) 
 (:func:`softmax_stats`). Multiplying by ``1/√d_k`` keeps the variance at 1 for every ``d_k``.
 
 **Heads.** :func:`head_blocks` gives the columns :func:`mha.split_heads` hands to each head: the
-``d_model`` features of every token cut into ``h`` blocks of ``d_k = d_model / h``.
+``d_model`` columns of the projected queries ``X W_Q`` (each one a weighted sum of *all* input
+features) cut into ``h`` blocks of ``d_k = d_model / h``. :func:`count_operations` counts the
+matrix products and softmaxes of one forward pass.
 
 The figures and explorer frames are in :mod:`mha.viz.scaling`.
 
@@ -18,11 +20,15 @@ Shape legend: N samples (queries), S keys, Dk = d_k, T tokens, H heads.
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ..attention import entropy_bits
 from ..checks import check_positive_int
+from ..counting import attention_params
+from .answers import Verdict, malformed, read_number, right, wrong
 
 #: Head widths of the sweep: 1, 2, 4, ..., 1024.
 DEFAULT_D_KS = tuple(2**i for i in range(11))
@@ -123,6 +129,18 @@ def score_stats(scores: torch.Tensor, keys: torch.Tensor, factor: float) -> dict
     }
 
 
+def mean_squared_key_norm(d_k: int, *, num_keys: int = NUM_KEYS, seed: int = 0) -> float:
+    """(1/S) Σ_j ‖k_j‖² for the keys :func:`sample_scores` draws.
+
+    All queries share these S keys, and for a fixed key Var(q·k_j) = ‖k_j‖², so the variance of
+    the sampled scores (unscaled) estimates this mean, not d_k itself: with S = 16 keys of d_k = 4
+    it is a mean of only 16 chi-square draws with 4 degrees of freedom (standard deviation
+    √(2·4/16) ≈ 0.7 around 4).
+    """
+    _, keys, _ = sample_scores(d_k, 1.0, num_queries=1, num_keys=num_keys, seed=seed)
+    return keys.pow(2).sum(dim=-1).mean().item()
+
+
 def scaling_sweep(
     d_ks=DEFAULT_D_KS,
     scales=("1 (no scaling)", "1/√d_k"),
@@ -145,12 +163,27 @@ def scaling_sweep(
     return sweep
 
 
+def sorted_weight_profile(d_k: int, scale, *, num_queries: int = 500, num_keys: int = NUM_KEYS, seed: int = 0):
+    """The mean over all queries of each query's largest, second largest, ... softmax weight.
+
+    A statistic of every query, not one noisy draw: uniform weights give 1/S at every rank,
+    a saturated softmax gives about 1 at rank 1 and 0 elsewhere. Entry 0 is the mean largest
+    weight of :func:`softmax_stats`.
+
+    Shapes: returns (S,).
+    """
+    scores, _, _ = sample_scores(d_k, scale, num_queries=num_queries, num_keys=num_keys, seed=seed)
+    weights = torch.softmax(scores, dim=-1)  # (N, S)
+    return weights.sort(dim=-1, descending=True).values.mean(dim=0)  # (S,)
+
+
 def describe_scaling(d_k: int = 64, scale: str = "1/√d_k") -> str:
     """Alt text for an explorer frame."""
     s = softmax_stats(d_k, scale)
     return (
-        f"With d_k = {d_k} and scale {scale}, the scores have variance {s['variance']:.3g}; "
-        f"{100 * s['saturated']:.0f}% of the queries put more than 0.99 of their weight on one key."
+        f"With d_k = {d_k} and scale {scale}, the scores have variance {s['variance']:.3g}; over all "
+        f"queries the mean largest weight is {s['max_weight']:.2f}, and {100 * s['saturated']:.0f}% of the "
+        "queries put more than 0.99 of their weight on one key."
     )
 
 
@@ -160,8 +193,9 @@ def describe_scaling(d_k: int = 64, scale: str = "1/√d_k") -> str:
 
 
 def head_blocks(d_model: int, num_heads: int) -> list[range]:
-    """The feature columns each head receives from :func:`mha.split_heads`: head i gets
-    columns ``i·d_k .. (i+1)·d_k - 1``.
+    """The columns of ``X W_Q`` each head receives from :func:`mha.split_heads`: head i (counted
+    from 1) gets columns ``(i-1)·d_k .. i·d_k - 1`` (counted from 0), each a weighted sum of every
+    input feature.
     """
     from ..checks import check_divisible
 
@@ -176,9 +210,42 @@ def describe_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4)
     """Alt text for :func:`mha.viz.scaling.render_head_split`."""
     head_dim = d_model // num_heads
     return (
-        f"A {seq_len} by {d_model} matrix whose columns are cut into {num_heads} coloured blocks "
-        f"of {head_dim} columns, one per head."
+        f"The {seq_len} by {d_model} projected queries X W_Q, whose columns are cut into {num_heads} "
+        f"coloured blocks of {head_dim} columns, one per head."
     )
+
+
+#: Torch functions that multiply matrices, and the exponential at the heart of mha's softmax.
+MATRIX_PRODUCTS = {"linear", "matmul", "__matmul__", "bmm", "mm", "addmm", "baddbmm", "einsum"}
+
+
+class _OperationCounter(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.calls = Counter()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.calls[getattr(func, "__name__", str(func))] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def count_operations(module, *args, **kwargs) -> dict:
+    """What one call ``module(*args, **kwargs)`` does, counted as it runs (``TorchFunctionMode``).
+
+    Counts the torch functions the module's Python code calls; a function that does everything
+    inside (``F.multi_head_attention_forward``) counts once, under its own name.
+
+    Returns:
+        dict: ``matrix_products`` (every ``linear``, ``matmul``, ``bmm``, ... call: one nn.Linear
+        is one product), ``softmaxes`` (``softmax`` calls, or ``exp`` calls of mha's own
+        :func:`mha.masked_softmax`) and ``calls``, the full Counter of function names.
+    """
+    with torch.no_grad(), _OperationCounter() as counter:
+        module(*args, **kwargs)
+    calls = counter.calls
+    products = sum(n for name, n in calls.items() if name in MATRIX_PRODUCTS)
+    softmaxes = calls["softmax"] + calls["_softmax"] + calls["exp"]
+    return {"matrix_products": products, "softmaxes": softmaxes, "calls": calls}
 
 
 # --------------------------------------------------------------------------------------------
@@ -186,23 +253,103 @@ def describe_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4)
 # --------------------------------------------------------------------------------------------
 
 
-def check_merge_heads(fn) -> bool:
-    """Exercise check: does ``fn(x)`` undo :func:`mha.split_heads` for several shapes?
+def check_merge_heads(fn) -> Verdict:
+    """Exercise 1: does ``fn(x)`` undo :func:`mha.split_heads` for several shapes?
 
-    Returns True, or raises AssertionError saying which shape failed and how.
+    Returns a :class:`~mha.chapters.answers.Verdict`: which shape failed and how, with a hint for
+    the usual slips (a vertical stack of heads, a reshape without the transpose). A function that
+    raises, returns no tensor or returns NaN gets a message, not a traceback.
     """
     from ..attention import split_heads
 
+    title = "merge_heads"
+    if not callable(fn):
+        return malformed(title, f"give a function x -> merged x, found {type(fn).__name__}")
     for batch_size, seq_len, d_model, num_heads in [(2, 5, 8, 2), (1, 3, 12, 3), (3, 1, 6, 6), (2, 4, 8, 1)]:
         gen = torch.Generator().manual_seed(batch_size * 100 + d_model)
         x = torch.randn(batch_size, seq_len, d_model, generator=gen)  # (B, T, D)
-        got = fn(split_heads(x, num_heads))  # (B, T, D) expected
-        shape = (batch_size, seq_len, d_model)
+        heads = split_heads(x, num_heads)  # (B, H, T, Dh)
+        shape, where = (
+            (batch_size, seq_len, d_model),
+            f"for x of shape {(batch_size, seq_len, d_model)}, H = {num_heads}",
+        )
+        try:
+            got = fn(heads.clone())
+        except Exception as error:  # the reader's code: report, do not propagate
+            return malformed(title, f"{where}, your function raised {type(error).__name__}: {error}")
+        if not isinstance(got, torch.Tensor):
+            return malformed(title, f"{where}, your function returned {type(got).__name__}, not a tensor")
         if tuple(got.shape) != shape:
-            raise AssertionError(f"for H = {num_heads}, expected shape {shape}, found {tuple(got.shape)}")
+            hint = f"expected shape {shape}, found {tuple(got.shape)}"
+            if tuple(got.shape) == (batch_size, num_heads * seq_len, d_model // num_heads):
+                hint += ": that is a vertical stack, one row per (head, token); concatenate along the features"
+            return wrong(title, "shape", f"{where}: {hint}")
+        if not torch.isfinite(got).all():
+            return wrong(title, "values", f"{where}: the result holds NaN or infinity")
         if not torch.equal(got, x):
-            raise AssertionError(
-                f"for x of shape {shape} and H = {num_heads}, merge(split(x)) != x: "
-                "are the heads concatenated along the feature axis, in order?"
-            )
-    return True
+            hint = "merge(split(x)) != x: are the heads concatenated along the feature axis, in order?"
+            if num_heads > 1 and seq_len > 1 and torch.equal(got, heads.reshape(shape)):
+                hint = "a reshape without moving the head axis back mixes tokens: transpose(1, 2) first"
+            return wrong(title, "values", f"{where}: {hint}")
+    return right(title, "correct: merge_heads(split_heads(x)) == x for every shape tried")
+
+
+def check_score_variance(answer, d_k: int = 64, scale: str = "1/d_k") -> Verdict:
+    """Exercise 2: the variance of ``scale · q·k`` for q, k with independent unit-variance entries.
+
+    The answer is scale² · d_k. Recognises: the unscaled d_k, the scale applied once instead of
+    squared, 1 (the 1/√d_k answer for another scale).
+    """
+    title = f"Var(q·k) with scale {scale}, d_k = {d_k}"
+    value, problem = read_number("answer", answer)
+    if problem:
+        return malformed(title, problem)
+    factor = scale_value(d_k, scale)
+    target = factor**2 * d_k
+    if math.isclose(value, target, rel_tol=0.02):
+        return right(title, f"correct: {target:.4g}")
+    slips = [
+        (d_k, "that is the variance before scaling; a factor c multiplies a variance by c²"),
+        (factor * d_k, "a factor c multiplies a variance by c², not by c"),
+        (1.0, "1 is the variance with 1/√d_k; this scale is different"),
+        (factor, "Var(q·k) is d_k before scaling, not 1"),
+    ]
+    for slip, hint in slips:
+        if not math.isclose(slip, target, rel_tol=0.02) and math.isclose(value, slip, rel_tol=0.02):
+            return wrong(title, "variance", hint)
+    return wrong(title, "variance", "Var(q·k) = d_k (a sum of d_k products of variance 1); then multiply by scale²")
+
+
+def check_layer_params(answer, d_model: int = 768, num_heads: int = 12, d_ff: int = 3072) -> Verdict:
+    """Exercise 3: the parameters of ``EncoderLayer(d_model, num_heads, d_ff)``, everything included.
+
+    Recognises: biases left out, LayerNorms left out or counted once, attention or the
+    feed-forward block alone, the source's ≈737K for the attention.
+    """
+    title = f"parameters of EncoderLayer({d_model}, {num_heads}, {d_ff})"
+    value, problem = read_number("answer", answer)
+    if problem:
+        return malformed(title, problem)
+    attention = attention_params(d_model, num_heads)
+    feed_forward = 2 * d_model * d_ff + d_ff + d_model
+    norms = 2 * 2 * d_model  # two LayerNorms, a gain and a bias each
+    target = attention + feed_forward + norms
+    if value == target:
+        return right(title, f"correct: {target:,}")
+    head_dim = d_model // num_heads
+    slips = [
+        (
+            attention_params(d_model, num_heads, bias=False) + 2 * d_model * d_ff,
+            "the biases are missing (and the norms?)",
+        ),
+        (target - norms, "the two LayerNorms have a gain and a bias of d_model each"),
+        (target - norms // 2, "there are two LayerNorms, one after each sub-layer"),
+        (target - 4 * d_model - d_ff - d_model, "every linear layer has a bias: 4 in attention, 2 in the MLP"),
+        (attention, "that is the attention alone; add the feed-forward block and the LayerNorms"),
+        (feed_forward, "that is the feed-forward block alone; add the attention and the LayerNorms"),
+        (3 * d_model * head_dim + d_model * d_model, "one head's W_Q, W_K, W_V plus W_O counts no real layer"),
+    ]
+    for slip, hint in slips:
+        if value == slip:
+            return wrong(title, "count", hint)
+    return wrong(title, "count", "add attention (4·d² + 4·d), the MLP (2·d·d_ff + d_ff + d) and two LayerNorms (4·d)")

@@ -10,10 +10,9 @@ The example (:func:`worked_example`) is small enough to check with pencil and pa
   the previous token** (it reads only the position part of ``x``) and **head 2 looks at tokens of
   the same type** (it reads only the type part).
 
-Conventions: float64, no biases, tokens are rows and a projection is ``x @ W`` (``nn.Linear``
-stores the transpose, see :func:`to_module`). Heads are numbered 1 and 2 on the page and in
-:func:`check_row`; in the arrays they are index 0 and 1. The matrices as text and LaTeX and the
-explorer's figure are in :mod:`mha.viz.worked`.
+Conventions: float64, no biases, tokens are rows, a projection is ``x @ W`` (``nn.Linear``
+stores the transpose, see :func:`to_module`). Heads and tokens are numbered from 1 on the page and
+in the checkers, from 0 in the arrays. Matrices as text and LaTeX, and the figures: :mod:`mha.viz.worked`.
 
 Shape legend: T = 5 tokens, D = d_model = 8, H = 2 heads, Dh = d_k = 4.
 """
@@ -28,6 +27,7 @@ import torch
 
 from ..attention import masked_softmax, merge_heads
 from ..modules import MultiHeadAttention, SingleHeadAttention
+from .answers import Verdict, malformed, read_number, read_row, right, wrong
 
 TOKENS = ["the", "cat", "saw", "the", "dog"]
 FEATURES = ["det", "noun", "verb", "p1", "p2", "p3", "p4", "p5"]
@@ -241,49 +241,21 @@ def single_head_module(example: WorkedExample | None = None) -> SingleHeadAttent
     return module
 
 
-# --------------------------------------------------------------------------------------------
-# Labels (the text and LaTeX of every matrix are in mha.viz.worked)
-# --------------------------------------------------------------------------------------------
-
-
 def token_labels(tokens=TOKENS) -> list[str]:
     """Row labels that stay unique when a word repeats: ``1 the``, ``2 cat``, …"""
     return [f"{i + 1} {t}" for i, t in enumerate(tokens)]
 
 
 # --------------------------------------------------------------------------------------------
-# Exercises: check one row computed by hand
+# Exercises: one row by hand, the temperature boundary, one output row
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class RowCheck:
-    """The verdict of :func:`check_row`.
-
-    Attributes:
-        ok: True when every step given is right (within ``tol``).
-        first_error: name of the first wrong step (``"scores"``, ``"weights"``, ``"output"``) or None.
-        lines: one line per step, printed as the report.
-    """
-
-    ok: bool
-    first_error: str | None
-    lines: tuple
-
-    def __repr__(self) -> str:
-        return "\n".join(self.lines)
-
-
-def _as_row(name: str, values, length: int) -> torch.Tensor | None:
-    if values is None:
-        return None
-    try:
-        row = torch.as_tensor(values, dtype=DTYPE).detach().cpu()
-    except (TypeError, ValueError, RuntimeError):
-        raise TypeError(f"{name} must be a list of {length} numbers, found {type(values).__name__}") from None
-    if tuple(row.shape) != (length,):
-        raise ValueError(f"{name} must hold {length} numbers, found shape {tuple(row.shape)}")
-    return row
+def _example(example) -> WorkedExample:
+    ex = worked_example() if example is None else example
+    if not isinstance(ex, WorkedExample):
+        raise TypeError(f"example must be a WorkedExample (e.g. worked.explorer_example()), found {type(ex).__name__}")
+    return ex
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, tol: float) -> bool:
@@ -345,43 +317,49 @@ def check_row(
     output=None,
     example: WorkedExample | None = None,
     tol: float = 0.01,
-) -> RowCheck:
+) -> Verdict:
     """Check one row of one head computed by hand, and say which step went wrong first.
 
     Args:
         head: 1 or 2, numbered as on the page.
-        row: the query token, 1…5 as on the page (row 2 is "cat").
-        scores: your 5 raw scores q_row · k_j (before dividing by √d_k), or None to skip.
-        weights: your 5 softmax weights, or None to skip.
-        output: your head output for this token (d_k = 4 numbers), or None to skip.
+        row: the query token t, 1…5 as on the page (row 2 is "cat").
+        scores: your 5 raw scores q_t · k_j (before dividing by √d_k), or None to skip.
+        weights: your 5 softmax weights a_tj, or None to skip.
+        output: your head output o_t for this token (d_k = 4 numbers), or None to skip.
         example: the example to check against (default: the chapter's canonical one).
         tol: largest accepted absolute difference (answers with 3 decimals pass).
 
     Returns:
-        :class:`RowCheck` (prints as a report; ``.ok`` and ``.first_error`` for code).
+        :class:`~mha.chapters.answers.Verdict` (prints as a report; ``.ok`` and
+        ``.first_error`` for code). A malformed answer (a string, NaN, the wrong number of
+        entries, a head or row that does not exist) gets a message, not an exception.
 
     Each wrong step gets a hint that recognises common slips (no scaling, dividing by d_k,
     a column instead of a row, the other head, averaging K or X instead of V). The hints
     name wrong entries but never print the expected numbers.
     """
-    ex = worked_example() if example is None else example
+    ex = _example(example)
+    title = f"head {head}, row {row}"
     if isinstance(head, bool) or not isinstance(head, numbers.Integral) or not 1 <= head <= ex.num_heads:
-        raise ValueError(f"head must be 1 or 2 (numbered from 1, as on the page), found {head!r}")
+        return malformed(title, f"head must be 1 or 2 (numbered from 1, as on the page), found {head!r}")
     if isinstance(row, bool) or not isinstance(row, numbers.Integral) or not 1 <= row <= len(ex.tokens):
-        raise ValueError(f"row must be a token number 1..{len(ex.tokens)} (as on the page), found {row!r}")
+        return malformed(title, f"row must be a token number 1..{len(ex.tokens)} (as on the page), found {row!r}")
     if scores is None and weights is None and output is None:
-        raise ValueError("give at least one of scores=, weights=, output= to check")
+        return malformed(title, "give at least one of scores=, weights=, output= to check")
     h, r = int(head) - 1, int(row) - 1
     n = len(ex.tokens)
-    my_scores = _as_row("scores", scores, n)
-    my_weights = _as_row("weights", weights, n)
-    my_output = _as_row("output", output, ex.head_dim)
+    mine = {}
+    for name, values, length in (("scores", scores, n), ("weights", weights, n), ("output", output, ex.head_dim)):
+        mine[name], problem = (None, None) if values is None else read_row(name, values, length)
+        if problem:
+            return malformed(title, problem)
+    my_scores, my_weights = mine["scores"], mine["weights"]
     lines = [f"head {head}, row {row} ({ex.tokens[r]})"]
     first_error = None
     steps = (
         ("scores", my_scores, ex.scores[h, r], ex.tokens),
         ("weights", my_weights, ex.weights[h, r], ex.tokens),
-        ("output", my_output, ex.head_outputs[h, r], [f"d{j + 1}" for j in range(ex.head_dim)]),
+        ("output", mine["output"], ex.head_outputs[h, r], [f"d{j + 1}" for j in range(ex.head_dim)]),
     )
     for name, mine, expected, labels in steps:
         if mine is None:
@@ -400,25 +378,111 @@ def check_row(
         lines.append(f"  {'':8s} hint: {hint}")
         first_error = first_error or name
     lines.append("all steps given are correct" if first_error is None else f"first step to fix: {first_error}")
-    return RowCheck(ok=first_error is None, first_error=first_error, lines=tuple(lines))
+    return Verdict(ok=first_error is None, first_error=first_error, lines=tuple(lines))
+
+
+def temperature_boundary(share: float = 0.9, example: WorkedExample | None = None) -> float:
+    """The temperature below which head 1 puts more than ``share`` of row 2's weight on its key.
+
+    From the example's own scaled scores at τ = 1: the chosen key leads the others by ``gap``, so
+    its weight e^(gap/τ) / (e^(gap/τ) + others) exceeds ``share`` when τ < gap / ln(others·share/(1-share)).
+    """
+    ex = _example(example)
+    row = ex.scaled_scores[0, 1] * ex.temperature  # (T,), at τ = 1
+    top = int(row.argmax())
+    rest = torch.cat([row[:top], row[top + 1 :]])
+    if not torch.all(rest == rest[0]):
+        raise ValueError("temperature_boundary needs a row whose other keys share one score")
+    gap = float(row[top] - rest[0])
+    return gap / math.log(len(rest) * share / (1 - share))
+
+
+def check_temperature(tau, *, tol: float = 0.005) -> Verdict:
+    """Exercise 2: the temperature τ below which head 1 puts more than 0.9 of a row on one token.
+
+    Recognises the usual slips: one other token instead of four, the raw score 4 instead of the
+    scaled 2, dividing by d_k, the equation inverted, and the algebra of e/(e + 4) > 0.9.
+    """
+    title = "temperature boundary"
+    value, problem = read_number("tau", tau)
+    if problem:
+        return malformed(title, problem)
+    target = temperature_boundary()
+    if abs(value - target) <= tol:
+        return right(title, f"correct: below τ = {value:g} head 1 puts more than 0.9 on its chosen token")
+    slips = [
+        (2 / math.log(9), "only one other token? Row 2 of head 1 has four others, each with e^0 = 1 in the sum"),
+        (4 / math.log(36), "you used the raw score 4; the softmax sees the scaled score 4 / √d_k = 2"),
+        (1 / math.log(36), "you divided the score by d_k = 4; the scale is √d_k = 2"),
+        (math.log(36) / 2, "upside down: solve e^(2/τ) > 36 for τ, so τ < 2 / ln 36"),
+        (2 / math.log(3.6), "e/(e + 4) > 0.9 means e > 0.9·e + 3.6, i.e. 0.1·e > 3.6: e > 36, not 3.6"),
+        (2 / math.log(40), "e/(e + 4) > 0.9 means 0.1·e > 0.9·4 = 3.6, so e > 36 (not 4 / 0.1 = 40)"),
+    ]
+    for slip, hint in slips:
+        if abs(value - slip) <= tol:
+            return wrong(title, "tau", hint)
+    side = "sharper" if value < target else "flatter"
+    return wrong(
+        title,
+        "tau",
+        f"at τ = {value:g} head 1 is {side} than at the boundary: write the weight as "
+        "e^(2/τ) / (e^(2/τ) + 4), set it to 0.9 and solve for τ",
+    )
+
+
+def check_output_row(row: int, output, *, example: WorkedExample | None = None, tol: float = 0.01) -> Verdict:
+    """Exercise 4: token ``row``'s final output, the concatenated heads times W_O (8 numbers)."""
+    ex = _example(example)
+    title = f"output row {row}"
+    if isinstance(row, bool) or not isinstance(row, numbers.Integral) or not 1 <= row <= len(ex.tokens):
+        return malformed(title, f"row must be a token number 1..{len(ex.tokens)} (as on the page), found {row!r}")
+    mine, problem = read_row("output", output, ex.d_model)
+    if problem:
+        return malformed(title, problem)
+    t = int(row) - 1
+    title = f"output row {row} ({ex.tokens[t]})"
+    h1, h2 = ex.head_outputs[0, t], ex.head_outputs[1, t]  # (Dh,) each
+    if _close(mine, ex.output[t], tol):
+        return right(title)
+    slips = [
+        (ex.concat[t], "this is the concatenation [head 1, head 2]; multiply it by W^O"),
+        (torch.cat([h1 - h2, h1 + h2]), "the halves are swapped: the first four outputs are head 1 + head 2"),
+        (torch.cat([h1 + h2, h2 - h1]), "sign: W^O's lower-right block is -I, so the last four are head 1 - head 2"),
+        (torch.cat([h1 + h2, h1 + h2]), "the last four columns of W^O hold I above -I: head 1 minus head 2"),
+    ]
+    for slip, hint in slips:
+        if _close(mine, slip, tol):
+            return wrong(title, "output", hint)
+    labels = [f"o{c + 1}" for c in range(ex.d_model)]
+    return wrong(
+        title,
+        "output",
+        f"entries {_wrong_entries(mine, ex.output[t], labels, tol)} are off: output feature c is "
+        "sum over r of concat[t, r] · W^O[r, c]",
+    )
 
 
 # --------------------------------------------------------------------------------------------
-# The explorer: edit dog's type and the temperature
+# The explorer: pick dog's word type and the temperature
 # --------------------------------------------------------------------------------------------
 
-#: Controls of the chapter's explorer: dog's noun and verb features and the softmax temperature.
-EXPLORER_CONTROLS = {"noun": [0, 1], "verb": [0, 1], "temperature": [0.5, 1, 2]}
+#: The word types the explorer can give token 5 ("dog"): its (det, noun, verb) features.
+DOG_TYPES = {"noun": (0.0, 1.0, 0.0), "verb": (0.0, 0.0, 1.0), "det": (1.0, 0.0, 0.0), "none": (0.0, 0.0, 0.0)}
+#: Controls of the chapter's explorer. Each opens on its first value, the page's own example
+#: (dog is a noun, temperature 1); the temperature slider then goes towards sharper weights.
+EXPLORER_CONTROLS = {"dog_type": list(DOG_TYPES), "temperature": [1, 0.5, 0.25]}
 
 
-def explorer_example(noun: float = 1.0, verb: float = 0.0, temperature: float = 1.0) -> WorkedExample:
-    """The example with token 5 ("dog") given type (det 0, noun, verb) and the given temperature."""
-    return worked_example(edited_x(0.0, noun, verb, token=5), temperature=temperature)
+def explorer_example(dog_type: str = "noun", temperature: float = 1.0) -> WorkedExample:
+    """The example with token 5 ("dog") given the word type ``dog_type`` and the given temperature."""
+    if dog_type not in DOG_TYPES:
+        raise ValueError(f"dog_type must be one of {list(DOG_TYPES)}, found {dog_type!r}")
+    return worked_example(edited_x(*DOG_TYPES[dog_type], token=5), temperature=temperature)
 
 
-def explorer_alt(noun: float = 1.0, verb: float = 0.0, temperature: float = 1.0) -> str:
+def explorer_alt(dog_type: str = "noun", temperature: float = 1.0) -> str:
     """Alt text of one explorer frame: where dog looks in each head."""
-    ex = explorer_example(noun, verb, temperature)
+    ex = explorer_example(dog_type, temperature)
     parts = []
     for h in range(ex.num_heads):
         row = ex.weights[h, 4]
@@ -426,6 +490,7 @@ def explorer_alt(noun: float = 1.0, verb: float = 0.0, temperature: float = 1.0)
         where = " and ".join(f"{j + 1} ({ex.tokens[j]})" for j in range(len(row)) if top - float(row[j]) < 1e-9)
         parts.append(f"head {h + 1}: dog's largest weight {top:.2f} on token {where}")
     return (
-        f"Attention weights of both heads with dog = (det 0, noun {noun:g}, verb {verb:g}) and "
-        f"temperature {temperature:g}; " + "; ".join(parts) + "."
+        f"Attention weights of both heads with dog of type {dog_type} and temperature {temperature:g}; "
+        + "; ".join(parts)
+        + "."
     )

@@ -11,6 +11,8 @@ from matplotlib.patches import Rectangle
 from ..chapters.configs import (
     GIB,
     KV_EXPLORER_MODEL,
+    block_crossover_seq_len,
+    block_flops_split,
     calculator,
     crossover_seq_len,
     flops_split,
@@ -18,6 +20,7 @@ from ..chapters.configs import (
     kv_explorer_values,
     params_fixed_head_dim,
 )
+from ..chapters.models import ModelConfig
 from ..counting import attention_params
 from .plotting import head_color, use_style
 
@@ -50,29 +53,40 @@ def plot_projection_strips(heads=(1, 4)):
     return fig
 
 
-def plot_flops_vs_seq_len(d_model: int, num_heads: int, seq_lens, *, mark=None, ax=None):
-    """Log-log plot of projection and attention FLOPs against T, with the crossover T* marked."""
+def plot_flops_vs_seq_len(d_model: int, num_heads: int, seq_lens, *, mark=None, ax=None, block: bool = True):
+    """Log-log plot of projection and attention FLOPs against T, with the crossover T* marked.
+
+    With ``block``, also the linear layers of a whole block with a 4·d_model MLP (24·n·d_model²)
+    and their crossover with attention, n* = 6·d_model.
+    """
     use_style()
     fig, ax = plt.subplots() if ax is None else (ax.figure, ax)
     splits = [flops_split(t, d_model, num_heads) for t in seq_lens]
     ax.loglog(seq_lens, [s["projections"] for s in splits], label="projections  8·n·d_model²")
     ax.loglog(seq_lens, [s["attention"] for s in splits], label="attention  4·n²·d_model")
-    ax.loglog(seq_lens, [s["total"] for s in splits], color="0.4", ls=":", label="total")
-    t_star = crossover_seq_len(d_model, num_heads)
-    ax.axvline(t_star, color="0.5", lw=0.8, ls="--")
-    ax.annotate(
-        f"n* = 2·d_model = {t_star:g}",
-        (t_star, ax.get_ylim()[0]),
-        xytext=(4, 8),
-        textcoords="offset points",
-        fontsize=8,
-    )
+    crossovers = [(crossover_seq_len(d_model, num_heads), "n* = 2·d_model")]
+    if block:
+        cfg = ModelConfig("block", "gpt2", d_model, num_heads, 1, 4 * d_model, 1)
+        linear = [block_flops_split(t, cfg)["linear"] for t in seq_lens]
+        ax.loglog(seq_lens, linear, color="0.4", ls="-.", label="projections + 4·d_model MLP  24·n·d_model²")
+        crossovers.append((block_crossover_seq_len(cfg), "block: 6·d_model"))
+    for k, (t_star, label) in enumerate(crossovers):  # the first label left of its line, the next right
+        ax.axvline(t_star, color="0.5", lw=0.8, ls="--")
+        ax.annotate(
+            f"{label}\n= {t_star:,.0f}",
+            (t_star, 0.03),
+            xycoords=("data", "axes fraction"),
+            xytext=(-3 if k == 0 else 3, 0),
+            textcoords="offset points",
+            ha="right" if k == 0 else "left",
+            fontsize=8,
+        )
     if mark is not None:
         s = flops_split(mark, d_model, num_heads)
         ax.plot([mark, mark], [s["projections"], s["attention"]], "o", color="black", ms=4)
     ax.set_xlabel("sequence length n (tokens)")
     ax.set_ylabel("forward FLOPs of one layer")
-    ax.set_title(f"Attention layer FLOPs, d_model = {d_model}")
+    ax.set_title(f"FLOPs of one layer, d_model = {d_model}")
     ax.legend(fontsize=8)
     return fig
 
@@ -120,8 +134,8 @@ def plot_gqa_sweep(rows: list[dict], *, title: str):
 def render_cost(d_model: int, num_heads: int, seq_len: int):
     """Explorer frame: parameters against h (left) and FLOPs against T (right) for one setting."""
     use_style()
-    fig, (ax_p, ax_f) = plt.subplots(1, 2, figsize=(8.5, 3.4))
-    plot_params_vs_heads(d_model, [1, 2, 4, 8, 16], mark=num_heads, ax=ax_p)
+    fig, (ax_p, ax_f) = plt.subplots(1, 2, figsize=(9.0, 3.8))
+    plot_params_vs_heads(d_model, [1, 2, 3, 4, 6, 8, 12, 16], mark=num_heads, ax=ax_p)
     plot_flops_vs_seq_len(d_model, num_heads, [2**k for k in range(6, 16)], mark=seq_len, ax=ax_f)
     c = calculator(d_model, num_heads, num_heads, 1, seq_len, bias=True)
     fig.suptitle(
@@ -135,16 +149,22 @@ def render_cost(d_model: int, num_heads: int, seq_len: int):
 
 
 def render_kv(num_kv_heads: int, num_layers: int, batch_size: int, precision: str):
-    """Explorer frame: KV-cache size against context length, with the 24 GiB budget line."""
+    """Explorer frame: KV-cache size against context length, with the 24 GiB budget line and, where it
+    falls on the axis, the longest context that fits."""
     use_style()
     m = KV_EXPLORER_MODEL
     v = kv_explorer_values(num_kv_heads, num_layers, batch_size, precision)
-    seq_lens = [0, 8192, 16384, 24576, 32768]
+    longest = KV_EXPLORER_MAX_LEN
+    seq_lens = [0, longest]
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
     ax.plot(seq_lens, [t * v["per_token"] / GIB for t in seq_lens], "-", label="KV cache")
     ax.axhline(m["budget_bytes"] / GIB, color="#D55E00", ls="--", lw=1, label="24 GiB budget")
-    ax.set_xlim(0, 32768)
-    ax.set_ylim(0, max(32.0, 32768 * v["per_token"] / GIB * 1.05))
+    ax.axvline(m["train_context"], color="0.5", ls=":", lw=1, label=f"trained context ({m['train_context']:,})")
+    if v["max_context"] <= longest:
+        ax.plot([v["max_context"]], [m["budget_bytes"] / GIB], "o", color="black", ms=5)
+    ax.set_xlim(0, longest)
+    ax.set_xticks(range(0, longest + 1, 16384), [f"{t // 1024}k" for t in range(0, longest + 1, 16384)])
+    ax.set_ylim(0, max(32.0, longest * v["per_token"] / GIB * 1.05))
     ax.set_xlabel("context length (tokens)")
     ax.set_ylabel("KV cache (GiB)")
     kind = "MQA" if num_kv_heads == 1 else "MHA" if num_kv_heads == m["num_heads"] else "GQA"
@@ -160,14 +180,19 @@ def render_kv(num_kv_heads: int, num_layers: int, batch_size: int, precision: st
         va="top",
         fontsize=9,
     )
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="center right", fontsize=8)
     fig.tight_layout()
     return fig
 
 
-#: Controls of the two explorers (each product of lengths <= 30 frames).
-COST_CONTROLS = {"d_model": [512, 1024], "num_heads": [1, 4, 16], "seq_len": [1024, 4096]}
-KV_CONTROLS = {"num_kv_heads": [1, 8, 32], "num_layers": [32, 80], "batch_size": [1, 8], "precision": ["fp16", "8-bit"]}
+#: The KV explorer's context axis: 0 to 64k tokens, so that Llama 2 7B's 49,152 is on it.
+KV_EXPLORER_MAX_LEN = 65536
+#: Controls of the two explorers (each product of lengths <= 30 frames). Each opens on its first
+#: values, the case the chapter discusses: GPT-2 small's layer (d_model 768, h 12) at its 1,024-token
+#: context, and Llama 2 7B's cache (g = h = 32, 32 layers, batch 1, fp16). The head sliders run
+#: from there towards fewer (wider, or shared) heads.
+COST_CONTROLS = {"d_model": [768, 1536], "num_heads": [12, 3, 1], "seq_len": [1024, 4608]}
+KV_CONTROLS = {"num_kv_heads": [32, 8, 1], "num_layers": [32, 80], "batch_size": [1, 8], "precision": ["fp16", "8-bit"]}
 
 
 def kv_alt(num_kv_heads: int, num_layers: int, batch_size: int, precision: str) -> str:

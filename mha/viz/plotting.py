@@ -48,9 +48,20 @@ def _to_numpy(weights) -> np.ndarray:
 
 
 def plot_attention(
-    weights, query_tokens, key_tokens=None, *, ax=None, title="Attention weights", annotate=True, color=None, vmax=1.0
+    weights,
+    query_tokens,
+    key_tokens=None,
+    *,
+    ax=None,
+    title="Attention weights",
+    annotate=True,
+    color=None,
+    vmax=1.0,
+    fontsize=7,
 ):
     """Heatmap of one head's weights, rows = queries, columns = keys, with token labels.
+
+    ``annotate`` writes each weight in its cell (at ``fontsize`` points) when there are at most 100.
 
     Shapes:
         weights (T, S); query_tokens T strings; key_tokens S strings (default: query_tokens).
@@ -86,7 +97,7 @@ def plot_attention(
                 f"{value:.2f}",
                 ha="center",
                 va="center",
-                fontsize=7,
+                fontsize=fontsize,
                 color="white" if value > 0.6 * vmax and color is None else "black",
             )
     return fig

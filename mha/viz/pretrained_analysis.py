@@ -196,19 +196,122 @@ def plot_single_head_ablation(study: dict):
     return fig
 
 
+def _band(ax, counts, curves, label: str):
+    """Shade the min-max band of ``curves`` (R, K) and draw their median."""
+    curves = np.asarray(curves)
+    ax.fill_between(counts, curves.min(axis=0), curves.max(axis=0), color="grey", alpha=0.25, lw=0, label=label)
+    ax.plot(counts, np.median(curves, axis=0), color="grey", lw=1.0, ls="--", label="random: median")
+
+
+PRUNING_STYLE = {
+    "least harmful first": ("#0072B2", "o"),
+    "ablation": ("#0072B2", "o"),
+    "most harmful first": ("#D55E00", "v"),
+    "importance": ("#009E73", "s"),
+    "greedy": ("#CC79A7", "^"),
+}
+
+
 def plot_pruning(study: dict):
-    """Margin and accuracy as more and more heads are removed, in each order of the study."""
+    """Paraphrase margin as heads are removed: ranked and judged on all pairs (left), then ranked on
+    one half and judged on the other (one panel per fold), each against the band of random orders."""
     use_style()
     total = np.asarray(study["single_head"]["margin"]).size  # every head of every layer: L x H
-    fig, (ax_m, ax_a) = plt.subplots(1, 2, figsize=(10.0, 3.8))
-    for name, curve in study["pruning"].items():
-        ax_m.plot(curve["removed"], curve["margin"], marker="o", ms=3, label=name)
-        ax_a.plot(curve["removed"], curve["accuracy"], marker="o", ms=3, label=name)
-    for ax, what in ((ax_m, "paraphrase margin"), (ax_a, "retrieval accuracy")):
+    panels = [("ranked and judged on all pairs", study["pruning"], study["random"]["margin"], study["full"]["margin"])]
+    for number, fold in enumerate(study["splits"], start=1):
+        title = (
+            f"fold {number}: ranked on {len(fold['rank_pairs'])} pairs, judged on the other {len(fold['eval_pairs'])}"
+        )
+        curves = {k: fold["held_out"][k] for k in ("ablation", "importance", "greedy")}
+        panels.append((title, curves, fold["random_held_out"]["margin"], fold["full"]["eval"]["margin"]))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 4.0), sharey=True)
+    for ax, (title, curves, randoms, full) in zip(axes, panels):
+        counts = next(iter(curves.values()))["removed"]
+        _band(ax, counts, randoms, f"random: {len(randoms)} orders")
+        for name, curve in curves.items():
+            color, marker = PRUNING_STYLE[name]
+            ax.plot(curve["removed"], curve["margin"], color=color, marker=marker, ms=3, label=name)
+        ax.axhline(full, color="black", lw=0.8, ls=":", label="all heads")
         ax.set_xlabel(f"heads removed (of {total})")
-        ax.set_ylabel(what)
-        ax.set_title(f"{what.capitalize()} as heads are removed")
-    ax_a.set_ylim(0.0, 1.05)
-    ax_m.legend(fontsize=8)
+        ax.set_title(title, fontsize=9)
+    axes[0].set_ylabel("paraphrase margin")
+    axes[0].legend(fontsize=7)
+    axes[1].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_importance(fold: dict):
+    """Each head as a point: x = the margin change when it alone is removed; y = the gradient's
+    first-order estimate of that change (left) and Michel et al.'s importance score (right)."""
+    use_style()
+    change = np.asarray(fold["single_head_margin"]) - fold["full"]["rank"]["margin"]  # (L, H)
+    fig, (ax_l, ax_r) = plt.subplots(1, 2, figsize=(10.0, 4.0))
+    for layer in range(change.shape[0]):
+        style = {"s": 16, "color": head_color(layer), "label": f"layer {layer + 1}"}
+        ax_l.scatter(change[layer], np.asarray(fold["linear_change"])[layer], **style)
+        ax_r.scatter(change[layer], np.asarray(fold["importance"])[layer], **style)
+    low, high = change.min(), change.max()
+    ax_l.plot([low, high], [low, high], color="grey", lw=0.8, label="estimate = change")
+    ax_l.set_ylabel("first-order estimate: -d margin / d gate")
+    ax_l.set_title("The gradient predicts each removal", fontsize=10)
+    ax_r.set_ylabel("importance score (mean |gradient|, per-layer l2)")
+    ax_r.set_title("Michel et al.'s score ranks by size, not by sign", fontsize=10)
+    for ax in (ax_l, ax_r):
+        ax.axvline(0.0, color="grey", lw=0.6)
+        ax.set_xlabel("margin change when the head alone is removed")
+    ax_l.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    return fig
+
+
+def plot_twin_counts(twins: dict):
+    """Per head, how many twin pairs it resolves (left) and how many its weight moves toward the
+    right noun in (right), out of all pairs."""
+    use_style()
+    num_pairs = twins["resolves"].shape[0]
+    fig, axes = plt.subplots(1, 2, figsize=(11.0, 3.4))
+    for ax, key, title in (
+        (axes[0], "resolves", "pairs resolved (right noun in both twins)"),
+        (axes[1], "moves", "pairs where the weight moves toward the right noun"),
+    ):
+        counts = twins[key].sum(axis=0)  # (L, H)
+        image = ax.imshow(counts, vmin=0, vmax=num_pairs, cmap="viridis")
+        for (layer, head), value in np.ndenumerate(counts):
+            ax.text(
+                head,
+                layer,
+                str(value),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if value < num_pairs / 2 else "black",
+            )
+        ax.set_xticks(range(counts.shape[1]), [str(h + 1) for h in range(counts.shape[1])])
+        ax.set_yticks(range(counts.shape[0]), [str(layer + 1) for layer in range(counts.shape[0])])
+        ax.set_xlabel("head")
+        ax.set_ylabel("layer")
+        ax.set_title(f"{title}, of {num_pairs}", fontsize=9)
+        fig.colorbar(image, ax=ax, shrink=0.8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_value_norms(norms: dict, labels: np.ndarray):
+    """Each head as a point: x = the share of its weight on [CLS], y = the share of its output's
+    norm that comes from [CLS] (Kobayashi et al. 2020), the census's parking heads in their colour."""
+    use_style()
+    fig, ax = plt.subplots(figsize=(6.0, 4.6))
+    special = labels == "special"
+    for mask, name in ((special, "special ([CLS]-parking)"), (~special, "other labels")):
+        color = CENSUS_COLORS["special"] if name.startswith("special") else "#555555"
+        ax.scatter(norms["cls_weight"][mask], norms["cls_norm_share"][mask], s=18, color=color, label=name)
+    ax.plot([0, 1], [0, 1], color="grey", lw=0.8, label="norm share = weight share")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("share of the weight on [CLS]")
+    ax.set_ylabel("share of ||A f(x)|| from [CLS]")
+    ax.set_title("Weight on [CLS] is not what [CLS] contributes")
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig

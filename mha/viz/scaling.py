@@ -1,4 +1,4 @@
-"""Chapter 2's figures: the sqrt(d_k) sweep and its explorer, how split_heads cuts d_model, trained heads.
+"""Chapter 2's figures: the sqrt(d_k) sweep and its explorer, and how split_heads cuts the projected queries.
 
 The numbers come from :mod:`mha.chapters.scaling`.
 """
@@ -6,11 +6,10 @@ The numbers come from :mod:`mha.chapters.scaling`.
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
-import torch
 from matplotlib.patches import Rectangle
 
-from ..chapters.scaling import NUM_KEYS, head_blocks, sample_scores, score_stats
-from .plotting import head_color, plot_attention
+from ..chapters.scaling import NUM_KEYS, head_blocks, sample_scores, score_stats, sorted_weight_profile
+from .plotting import head_color
 
 
 def plot_scaling_sweep(sweep: dict):
@@ -45,14 +44,14 @@ def plot_scaling_sweep(sweep: dict):
 
 
 def render_scaling(d_k: int = 64, scale: str = "1/√d_k"):
-    """Explorer frame: the scaled scores of many queries, and the weights of one query.
+    """Explorer frame: the scaled scores of every query, and the mean sorted weights of every query.
 
     Returns:
         matplotlib.figure.Figure
     """
     scores, keys, factor = sample_scores(d_k, scale)  # (N, S)
     stats = score_stats(scores, keys, factor)
-    weights = torch.softmax(scores[0], dim=-1).numpy()  # (S,)
+    profile = sorted_weight_profile(d_k, scale).numpy()  # (S,): mean k-th largest weight
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.0, 3.8))
     # one fixed axis for every frame, so the spread itself is what changes; scores beyond it
     # are piled into the outermost bins
@@ -62,12 +61,15 @@ def render_scaling(d_k: int = 64, scale: str = "1/√d_k"):
     ax1.set_xlabel(f"score  scale · q·k  (clipped to ±{limit:.0f})")
     ax1.set_ylabel("count")
     ax1.set_title(f"all scores: variance {stats['variance']:.3g}")
-    ax2.bar(range(1, len(weights) + 1), weights, color=head_color(1))
+    ranks = range(1, len(profile) + 1)
+    ax2.bar(ranks, profile, color=head_color(1))
+    ax2.axhline(1.0 / len(profile), color="gray", lw=0.8, ls="--", label=f"uniform (1/{len(profile)})")
     ax2.set_ylim(0, 1)
-    ax2.set_xticks(range(1, len(weights) + 1, 3))
-    ax2.set_xlabel("key")
-    ax2.set_ylabel("softmax weight")
-    ax2.set_title(f"one query: largest weight {weights.max():.2f}")
+    ax2.set_xticks(range(1, len(profile) + 1, 3))
+    ax2.set_xlabel("rank of the key in its query's row (1 = largest weight)")
+    ax2.set_ylabel("mean softmax weight")
+    ax2.set_title(f"all {scores.shape[0]} queries: mean largest weight {profile[0]:.2f}")
+    ax2.legend(loc="upper right", fontsize=8)
     fig.suptitle(
         f"d_k = {d_k}, scale {scale}\n{100 * stats['saturated']:.0f}% of queries saturated "
         f"(largest weight > 0.99); median ‖∂softmax/∂scores‖ = {stats['jacobian_norm']:.1e}"
@@ -77,7 +79,10 @@ def render_scaling(d_k: int = 64, scale: str = "1/√d_k"):
 
 
 def render_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4):
-    """Picture of ``split_heads``: a (T, d_model) projection cut into h blocks of (T, d_k).
+    """Picture of ``split_heads``: the (T, d_model) projected queries X W_Q cut into h blocks of (T, d_k).
+
+    The input is X W_Q, not X: every column of it is a weighted sum of all the token's features,
+    so a head's block depends on the whole embedding, not on a slice of it.
 
     Returns:
         matplotlib.figure.Figure
@@ -88,7 +93,7 @@ def render_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4):
     right_x = d_model + 4.0
     # the same canvas for every h (the widest case is h = d_model), so explorer frames line up
     width = right_x + d_model + gap * (d_model - 1) + 0.5
-    fig, ax = plt.subplots(figsize=(0.3 * (width + 3.0), 0.3 * (seq_len + 2.3) + 0.7))
+    fig, ax = plt.subplots(figsize=(0.3 * (width + 3.0), 0.3 * (seq_len + 3.2) + 0.7))
     for i, cols in enumerate(blocks):
         for c in cols:
             for t in range(seq_len):  # left: the full projection, one column per feature
@@ -104,7 +109,14 @@ def render_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4):
         ax.text(left + head_dim / 2, seq_len + 0.3, label, ha="center", va="bottom", fontsize=8)
     for t in range(seq_len):
         ax.text(-0.3, seq_len - 0.5 - t, f"token {t + 1}", ha="right", va="center", fontsize=8)
-    ax.text(d_model / 2, -0.4, f"(T, d_model) = ({seq_len}, {d_model})", ha="center", va="top")
+    ax.text(
+        d_model / 2,
+        -0.4,
+        f"$XW^Q$: (T, d_model) = ({seq_len}, {d_model})\nevery column mixes all input features",
+        ha="center",
+        va="top",
+        fontsize=9,
+    )
     right_end = right_x + d_model + gap * (num_heads - 1)
     ax.text(
         (right_x + right_end) / 2, -0.4, f"(h, T, d_k) = ({num_heads}, {seq_len}, {head_dim})", ha="center", va="top"
@@ -117,22 +129,8 @@ def render_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4):
     )
     ax.text(d_model + 2.0, seq_len / 2 + 0.3, "split_heads", ha="center", va="bottom", fontsize=8)
     ax.set_xlim(-3.0, width)
-    ax.set_ylim(-1.3, seq_len + 1.0)
+    ax.set_ylim(-2.2, seq_len + 1.0)
     ax.set_aspect("equal")
     ax.axis("off")
     ax.set_title(f"h = {num_heads} heads: d_k = d_model / h = {d_model} / {num_heads} = {head_dim}")
     return fig
-
-
-def render_head_map(maps, labels, *, head: int = 1, example: int = 1):
-    """Explorer frame: one head's attention map on one input (both counted from 1).
-
-    Shapes:
-        maps (E, H, T, T) weights of E inputs; labels: E lists of T token labels.
-    Returns:
-        matplotlib.figure.Figure
-    """
-    w = maps[example - 1, head - 1]  # (T, T)
-    return plot_attention(
-        w, labels[example - 1], title=f"input {example}, head {head}", color=head_color(head - 1), annotate=False
-    )

@@ -62,20 +62,39 @@ def format_matrix(m, name: str, row_labels=None, col_labels=None, *, row_sums: b
     return "\n".join(lines)
 
 
-def to_latex(m, name: str, *, row_sums: bool = False) -> str:
-    """``name = \\begin{bmatrix} … \\end{bmatrix}`` with the numbers of :func:`format_matrix`.
+def _tex_text(label) -> str:
+    return r"\text{" + "".join("\\" + c if c in "_#%&$" else c for c in str(label)) + "}"
 
-    With ``row_sums`` the sums follow as a column vector (``\\quad \\text{row sums: } …``).
+
+def to_latex(m, name: str, row_labels=None, col_labels=None, *, row_sums: bool = False) -> str:
+    """``name = …`` typeset with the numbers of :func:`format_matrix`.
+
+    Without labels, a ``bmatrix``. With ``row_labels`` and ``col_labels``, a table whose first row
+    names the columns and whose first column names the rows (the same labels as the text form);
+    ``row_sums`` adds a ``sum`` column (with labels) or a column vector of sums (without).
     """
     rows = _cells(m, row_sums)
     sums = [row.pop() for row in rows] if row_sums else None
-    body = r" \\ ".join(" & ".join(row) for row in rows)
-    latex = rf"{name} = \begin{{bmatrix}} {body} \end{{bmatrix}}"
-    if sum(len(c) for c in rows[0]) > 30:  # e.g. 8 columns of 3 decimals: smaller type fits the page
-        latex = r"\small " + latex
-    if sums is not None:
-        latex += r" \qquad \text{row sums: } \begin{bmatrix} " + r" \\ ".join(sums) + r" \end{bmatrix}"
-    return latex
+    small = r"\small " if sum(len(c) for c in rows[0]) > 30 else ""  # 8 columns of 3 decimals: smaller type
+    if row_labels is None and col_labels is None:
+        body = r" \\ ".join(" & ".join(row) for row in rows)
+        latex = small + rf"{name} = \begin{{bmatrix}} {body} \end{{bmatrix}}"
+        if sums is not None:
+            latex += r" \qquad \text{row sums: } \begin{bmatrix} " + r" \\ ".join(sums) + r" \end{bmatrix}"
+        return latex
+    if row_labels is None or col_labels is None or len(row_labels) != len(rows) or len(col_labels) != len(rows[0]):
+        raise ValueError(
+            f"labels must match the matrix shape ({len(rows)}, {len(rows[0])}), found "
+            f"{None if row_labels is None else len(row_labels)} row and "
+            f"{None if col_labels is None else len(col_labels)} column labels"
+        )
+    header = [_tex_text(c) for c in col_labels] + ([r"\text{sum}"] if row_sums else [])
+    lines = [" & " + " & ".join(header)]
+    for i, (label, row) in enumerate(zip(row_labels, rows)):
+        lines.append(_tex_text(label) + " & " + " & ".join(row + ([sums[i]] if row_sums else [])))
+    spec = "l|" + "r" * len(rows[0]) + ("|r" if row_sums else "")
+    body = lines[0] + r" \\ \hline " + r" \\ ".join(lines[1:])
+    return small + rf"{name} = \begin{{array}}{{{spec}}} {body} \end{{array}}"
 
 
 class Matrix:
@@ -86,7 +105,14 @@ class Matrix:
 
     def __init__(self, m, name: str, latex_name: str, row_labels=None, col_labels=None, *, row_sums=False):
         self.text = format_matrix(m, name, row_labels, col_labels, row_sums=row_sums)
-        self.latex = to_latex(m, latex_name, row_sums=row_sums)
+        rows, cols = m.shape
+        self.latex = to_latex(
+            m,
+            latex_name,
+            [f"{i + 1}" for i in range(rows)] if row_labels is None else row_labels,
+            [f"{j + 1}" for j in range(cols)] if col_labels is None else col_labels,
+            row_sums=row_sums,
+        )
 
     def __repr__(self) -> str:
         return self.text
@@ -163,12 +189,11 @@ def matrices(example: WorkedExample, step: str) -> list[Matrix]:
 
 
 def show(example: WorkedExample, step: str) -> None:
-    """Print one step's matrices as text, then display the same numbers typeset (in a notebook)."""
+    """Display one step's matrices, once each: the book typesets them (LaTeX), and their plain-text
+    form, made from the same numbers, is what nbval compares."""
     from IPython.display import display
 
-    items = matrices(example, step)
-    print("\n\n".join(m.text for m in items))
-    for m in items:
+    for m in matrices(example, step):
         display(m)
 
 
@@ -176,52 +201,55 @@ def _row_text(values) -> str:
     return " ".join(f"{float(v):6.3f}" for v in values)
 
 
+#: The step panel's font size in points: 11 pt is about 12 px in a frame stored at 80 dpi, shown
+#: unscaled because the figure is narrower than the book's text column (tests/test_worked.py).
+PANEL_FONTSIZE = 11
+
+
 def explorer_summary(example: WorkedExample, token: int = 5) -> str:
-    """Text panel of the explorer: one token's row at every step (plain text, monospace)."""
+    """Text panel of the explorer: one token's row at every step, the two heads side by side."""
     ex, t = example, token - 1
+    features = ", ".join(f"{name} {float(v):g}" for name, v in zip(FEATURES[:3], ex.x[t, :3]))
+    width = 7 * len(ex.tokens) - 1  # five numbers of "%6.3f", one space apart
     lines = [
-        f"token {token} ({ex.tokens[t]}), temperature {ex.temperature:g}",
-        f"x     {' '.join(format_number(v, False) for v in ex.x[t, :3])}  (det noun verb)",
+        f"token {token} ({ex.tokens[t]}): {features}; temperature {ex.temperature:g}",
+        f"{'':10s} {'head 1 (previous token)':{width}s}   head 2 (same type)",
     ]
-    for h in range(ex.num_heads):
-        lines += [
-            f"head {h + 1}",
-            f" q    {_row_text(ex.q[h, t])}",
-            f" k    {_row_text(ex.k[h, t])}",
-            f" s/√dτ {_row_text(ex.scaled_scores[h, t])}",
-            f" A    {_row_text(ex.weights[h, t])}",
-            f" out  {_row_text(ex.head_outputs[h, t])}",
-        ]
-    lines += ["output (first 4, last 4)", f" {_row_text(ex.output[t, :4])}", f" {_row_text(ex.output[t, 4:])}"]
+    steps = [("q", ex.q), ("k", ex.k), ("s/(√d τ)", ex.scaled_scores), ("A", ex.weights), ("out", ex.head_outputs)]
+    for label, values in steps:
+        lines.append(f"{label:10s}{_row_text(values[0, t]):{width}s}   {_row_text(values[1, t])}")
+    lines.append(f"{'o1 … o8':10s}{_row_text(ex.output[t, :4]):{width}s}   {_row_text(ex.output[t, 4:])}")
     return "\n".join(lines)
 
 
-def render_explorer(noun: float = 1.0, verb: float = 0.0, temperature: float = 1.0):
-    """Both heads' weights side by side and the edited token's row at every step.
+def render_explorer(dog_type: str = "noun", temperature: float = 1.0):
+    """Both heads' weights side by side, and below them the edited token's row at every step.
 
     Returns:
         matplotlib.figure.Figure
     """
     use_style()
-    ex = explorer_example(noun, verb, temperature)
-    fig, axes = plt.subplots(1, 3, figsize=(10.5, 3.6), gridspec_kw={"width_ratios": [1, 1, 1.1]})
+    ex = explorer_example(dog_type, temperature)
+    fig = plt.figure(figsize=(7.4, 5.6))
+    grid = fig.add_gridspec(2, 2, height_ratios=[1.5, 0.75], left=0.13, right=0.99, top=0.88, bottom=0.0, hspace=0.42)
     labels = token_labels(ex.tokens)
     titles = ["head 1 (previous token)", "head 2 (same type)"]
     for h in range(ex.num_heads):
-        plot_attention(ex.weights[h], labels, ex.tokens, ax=axes[h], title=titles[h], color=head_color(h))
-    axes[1].set_ylabel("")
-    axes[2].axis("off")
-    axes[2].text(
-        0.02,
-        1.0,
+        ax = fig.add_subplot(grid[0, h])
+        plot_attention(ex.weights[h], labels, ex.tokens, ax=ax, title=titles[h], color=head_color(h), fontsize=9)
+        if h:
+            ax.set_ylabel("")
+    panel = fig.add_subplot(grid[1, :])
+    panel.axis("off")
+    panel.text(
+        -0.12,
+        0.78,
         explorer_summary(ex),
         family="monospace",
-        fontsize=8,
+        fontsize=PANEL_FONTSIZE,
         va="top",
         ha="left",
-        transform=axes[2].transAxes,
+        transform=panel.transAxes,
     )
-    fig.suptitle(f"dog = (det 0, noun {noun:g}, verb {verb:g}), temperature {temperature:g}")
-    # Fixed margins rather than tight_layout: every frame has the same layout, and it is faster.
-    fig.subplots_adjust(left=0.07, right=0.99, bottom=0.2, top=0.84, wspace=0.3)
+    fig.suptitle(f"dog is a {dog_type if dog_type != 'none' else 'word of no type'}, temperature {temperature:g}")
     return fig
