@@ -1,4 +1,5 @@
 """Every chapter links each glossary term where it first uses it ({term} roles), and the links resolve."""
+
 import importlib.util
 from pathlib import Path
 

@@ -238,8 +238,13 @@ def test_must_have_output_rule():
 #: The chapters (text sources, by stem) whose code cells the constant-assert rule checks. The
 #: other chapters still hold such filler (their owners are removing it); widen this list as they do.
 LITERAL_ASSERT_CHAPTERS = [
-    "01_single_head_limits", "02_multi_head_math", "03_worked_example", "04_parameter_analysis",
-    "05_merging_heads", "07_pretrained_heads", "how_to_use",
+    "01_single_head_limits",
+    "02_multi_head_math",
+    "03_worked_example",
+    "04_parameter_analysis",
+    "05_merging_heads",
+    "07_pretrained_heads",
+    "how_to_use",
 ]
 #: Calls that give a constant when every argument is one: builtins and everything in ``math``.
 CONSTANT_FUNCTIONS = {"abs", "round", "len", "int", "float", "str", "min", "max", "sum", "pow", "divmod", "format"}
