@@ -130,6 +130,7 @@ def test_html_has_one_frame_per_combination_controls_outputs_and_alt_text():
     )
     doc = parse(ex.html)
     data = frame_data(ex.html)
+    assert list(data) == ["labels", "index", "alts", "frames"]  # as ever: the book's HTML does not churn
     assert ex.frame_count == 10 == len(data["index"]) == len(data["alts"])
     # every combination has its own, distinct frame here, in grid order
     assert len(data["frames"]) == 10 and sorted(data["index"]) == list(range(10))

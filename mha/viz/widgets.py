@@ -320,10 +320,10 @@ class Explorer:
 
     def _build_html(self) -> str:
         eid = self.element_id
-        data = {
+        data = {  # this key order, as before: the same explorer gives the same HTML
             "labels": [[format_value(v) for v in values] for values in self.controls.values()],
-            "alts": self.alts,
             "index": self.index,
+            "alts": self.alts,
             "frames": [self._data_uri(frame) for frame in self.frames],
         }
         controls = "".join(
