@@ -3,7 +3,9 @@
 # The browser tests (tests/test_browser*.py) run after the book is built.
 #
 #   make book             build the HTML book from the stored outputs (_build/html/index.html)
-#   make test             import layers, unit tests, nbval over every chapter (CPU), the book build, the browser test
+#   make book-zh          build the Chinese edition from the same outputs (_build/html-zh/index.html)
+#   make gettext          after changing English text: update the Chinese catalogues (locales/zh_CN)
+#   make test             import layers, unit tests, nbval over every chapter (CPU), both editions, the browser test
 #   make lint             import layers (lint-imports), ruff check and format (code and notebooks), chapter sync
 #   make format           ruff format the code and the chapters' code cells (chapters/*.md, through Jupytext)
 #   make notebooks        re-execute every chapter on the CPU and store its outputs (after changing code)
@@ -28,7 +30,7 @@ MHA_DEVICE ?= cpu
 export MHA_DEVICE
 export TQDM_DISABLE := 1
 
-.PHONY: install book notebooks check-notebooks lint format unit nbval browser test test-portable test-gpu budget caches clean lab lab-install test-lab
+.PHONY: install book book-zh gettext notebooks check-notebooks lint format unit nbval browser test test-portable test-gpu budget caches clean lab lab-install test-lab
 
 $(STAMP): requirements.txt constraints.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -67,6 +69,21 @@ book: install
 	$(VENV)/bin/jupyter-book build --all -W -n --keep-going .
 	@echo "Book built: $(CURDIR)/_build/html/index.html"
 
+# The Chinese edition (issue 20): the same notebooks and stored outputs, the prose from
+# locales/zh_CN/LC_MESSAGES/book/*.po (Sphinx gettext). Jupyter Book reads its configuration
+# (_config.yml with language: zh_CN, written by scripts/i18n.py) from the book's root.
+book-zh: install
+	$(PY) scripts/i18n.py config
+	$(VENV)/bin/jupyter-book build --all -W -n --keep-going --config _config.zh_CN.yml --path-output _build/zh .
+	rm -rf _build/html-zh && mv _build/zh/_build/html _build/html-zh
+	@echo "Chinese edition built: $(CURDIR)/_build/html-zh/index.html"
+
+# After an English paragraph changes: its translation turns fuzzy (or a new message appears) in
+# locales/zh_CN; tests/test_i18n.py fails until it is translated (see CONTRIBUTING.md).
+gettext: install
+	$(PY) scripts/i18n.py update
+	$(PY) scripts/i18n.py status
+
 notebooks: install
 	$(PY) scripts/execute_notebooks.py $(CHAPTERS)
 
@@ -89,11 +106,11 @@ nbval: install
 	$(NBVAL) $(NOTEBOOKS)
 	@$(PY) scripts/nbval_cells.py $(NOTEBOOKS)
 
-browser: book
+browser: book book-zh
 	$(PY) -m pytest -p no:cacheprovider -rs tests/test_browser*.py
 	@echo "Screenshots: $(CURDIR)/_build/screenshots/"
 
-test: lint unit nbval book browser
+test: lint unit nbval book book-zh browser
 	@$(PY) scripts/nbval_cells.py $(NOTEBOOKS) | tail -n 1
 
 format: install

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -71,21 +72,91 @@ def read_explorer_labels(app) -> dict[str, str]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+#: The parts of an explorer's HTML (mha.viz.widgets) that a reader reads: title, control labels,
+#: options of a select, the note on a stored explorer, the caption.
+EXPLORER_PARTS = {
+    "title": re.compile(r'(<div id="mha-explorer-[^"]*-title"[^>]*>)(.*?)(</div>)', re.S),
+    "label": re.compile(r'(<label for="mha-explorer-[^"]*"[^>]*>)(.*?)(</label>)', re.S),
+    "option": re.compile(r"(<option [^>]*>)(.*?)(</option>)", re.S),
+    "note": re.compile(r'(<p class="mha-explorer-note"[^>]*>)(.*?)(</p>)', re.S),
+    "caption": re.compile(r"(<figcaption[^>]*>)(.*?)(</figcaption>)", re.S),
+}
+#: The grid sentence every caption ends with (mha.viz.controls.grid_description), and its translation.
+GRID = re.compile(r"Precomputed for (\d+) (?:(combinations) of values \(([^)]*)\)|values?): (.*)\.$", re.S)
+GRID_ZH = {
+    None: "预先计算了 {count} 个取值：{parts}。",
+    "combinations": "预先计算了 {count} 种取值组合（{sizes}）：{parts}。",
+}
+NUMBER = re.compile(r"^[-+]?[\d.,]+(e[-+]?\d+)?$")
+
+
+def split_caption(caption: str) -> tuple[str, str]:
+    """``(the explorer's own caption, the grid sentence)`` of a figcaption's text."""
+    at = caption.find("Precomputed for ")
+    return (caption, "") if at < 0 else (caption[:at].rstrip(), caption[at:])
+
+
+def explorer_strings(page_html: str) -> list[str]:
+    """Every English string of the explorers in ``page_html`` that the Chinese edition translates."""
+    found = []
+    for part, pattern in EXPLORER_PARTS.items():
+        for match in pattern.finditer(page_html):
+            text = html.unescape(match.group(2)).strip()
+            if part == "caption":
+                text, grid = split_caption(text)
+                parsed = GRID.match(grid)
+                if parsed:
+                    found += [p.split(" \N{ELEMENT OF} ")[0] for p in parsed.group(4).split("; ")]
+            if text and not NUMBER.match(text):
+                found.append(text)
+    return sorted(set(found))
+
+
+def translate_explorer_html(page_html: str, labels: dict[str, str]) -> str:
+    """``page_html`` with every explorer string that ``labels`` translates replaced (frames untouched)."""
+
+    def tr(text: str) -> str:
+        return labels.get(text.strip(), text) or text
+
+    def grid_sentence(grid: str) -> str:
+        parsed = GRID.match(grid)
+        if not parsed:
+            return grid
+        count, kind, sizes, parts = parsed.groups()
+        names = []
+        for p in parts.split("; "):
+            name, _, values = p.partition(" \N{ELEMENT OF} ")
+            names.append(f"{tr(name)} \N{ELEMENT OF} {values}")
+        return GRID_ZH[kind].format(count=count, sizes=sizes, parts="；".join(names))
+
+    def replace(part):
+        def swap(match):
+            text = html.unescape(match.group(2))
+            if part == "caption":
+                own, grid = split_caption(text)
+                text = " ".join(t for t in (tr(own) if own else "", grid_sentence(grid)) if t)
+            else:
+                text = tr(text)
+            return match.group(1) + html.escape(text, quote=False) + match.group(3)
+
+        return swap
+
+    for part, pattern in EXPLORER_PARTS.items():
+        page_html = pattern.sub(replace(part), page_html)
+    return page_html
+
+
 def translate_explorers(app, doctree, docname) -> None:
     """Swaps the English labels in the explorers' HTML for this edition's (frames unchanged)."""
     labels = load_explorer_labels(app)
     if not labels:
         return
-    # Longest first, so that a label containing another is replaced whole.
-    pairs = sorted(labels.items(), key=lambda kv: -len(kv[0]))
-    for raw in doctree.findall(nodes.raw):
-        if "mha-explorer" not in raw.astext():
-            continue
+    for raw in list(doctree.findall(nodes.raw)):
         text = raw.astext()
-        for english, translated in pairs:
-            for form in {english, html.escape(english, quote=True)}:
-                text = text.replace(form, translated if form == english else html.escape(translated, quote=True))
-        raw.children = [nodes.Text(text)]
+        if "mha-explorer" in text:
+            raw.replace_self(
+                nodes.raw(raw.rawsource, translate_explorer_html(text, labels), format=raw.get("format", "html"))
+            )
 
 
 def other_edition_link(app, pagename, templatename, context, doctree) -> None:

@@ -5,6 +5,7 @@
     python scripts/i18n.py config    # write _config.zh_CN.yml (git-ignored): _config.yml + language: zh_CN
     python scripts/i18n.py status    # per page: messages, translated, untranslated, fuzzy
     python scripts/i18n.py check [PAGE.po ...]   # every problem of the translations (all pages if none)
+    python scripts/i18n.py explorers # add the explorers' new labels to locales/zh_CN/explorers.json
     python scripts/i18n.py export PAGE.po OUT.json  # the messages as [{"en": ..., "zh": ...}, ...]
     python scripts/i18n.py import PAGE.po IN.json   # set the translations from such a file
 
@@ -47,9 +48,11 @@ def gettext() -> None:
 
 
 def update() -> None:
-    """Merges the ``.pot`` files into the ``.po`` catalogues (new messages empty, changed ones fuzzy)."""
+    """Merges the ``.pot`` files into the ``.po`` catalogues (new messages empty, changed ones fuzzy),
+    and the stored explorers' strings into ``explorers.json``."""
     if not POT_DIR.exists():
         gettext()
+    update_explorer_labels()
     subprocess.run(
         [str(VENV_BIN / "sphinx-intl"), "update", "-p", str(POT_DIR), "-d", str(LOCALES), "-l", LANGUAGE, "-w", "0"],
         check=True,
@@ -169,6 +172,10 @@ def check(paths: list[Path] | None = None) -> list[str]:
     """Every problem of the catalogues: untranslated, fuzzy, or a translation ``message_problems`` rejects."""
     terms = glossary_terms()
     problems = []
+    if not paths:
+        labels = json.loads(EXPLORER_LABELS.read_text(encoding="utf-8")) if EXPLORER_LABELS.exists() else {}
+        missing = sorted(s for s in stored_explorer_strings() if not labels.get(s))
+        problems.extend(f"explorers.json: {s[:70]!r}: untranslated" for s in missing)
     for path in paths or list(catalogues().values()):
         with Path(path).open("rb") as f:
             catalog = read_po(f)
@@ -183,6 +190,36 @@ def check(paths: list[Path] | None = None) -> list[str]:
             else:
                 problems.extend(f"{where}: {p}" for p in message_problems(message.id, message.string, terms))
     return problems
+
+
+def stored_explorer_strings() -> set[str]:
+    """Every explorer string (title, labels, options, note, caption) in the stored notebooks."""
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from mha_i18n import explorer_strings
+
+    found = set()
+    for notebook in sorted((ROOT / "book").glob("*.ipynb")):
+        for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+            for output in cell.get("outputs", []):
+                page_html = output.get("data", {}).get("text/html", "")
+                page_html = "".join(page_html) if isinstance(page_html, list) else page_html
+                if "mha-explorer" in page_html:
+                    found.update(explorer_strings(page_html))
+    return found
+
+
+EXPLORER_LABELS = LOCALES / LANGUAGE / "explorers.json"
+
+
+def update_explorer_labels() -> tuple[int, int]:
+    """Adds the stored explorers' new strings (untranslated) and drops the ones no explorer uses."""
+    labels = json.loads(EXPLORER_LABELS.read_text(encoding="utf-8")) if EXPLORER_LABELS.exists() else {}
+    strings = stored_explorer_strings()
+    added = len(strings - labels.keys())
+    dropped = len(labels.keys() - strings)
+    labels = {s: labels.get(s, "") for s in sorted(strings)}
+    EXPLORER_LABELS.write_text(json.dumps(labels, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return added, dropped
 
 
 def export_json(po: Path, out: Path) -> None:
@@ -229,6 +266,9 @@ def main(argv: list[str]) -> int:
     elif command == "status":
         for page, total, done, missing, fuzzy in status():
             print(f"{page:32s} {total:4d} messages  {done:4d} translated  {missing:4d} untranslated  {fuzzy:4d} fuzzy")
+    elif command == "explorers":
+        added, dropped = update_explorer_labels()
+        print(f"{EXPLORER_LABELS}: {added} new strings to translate, {dropped} unused dropped")
     elif command == "export":
         export_json(Path(argv[2]), Path(argv[3]))
     elif command == "import":

@@ -1,10 +1,16 @@
-"""The built book works offline: every page in headless Chromium with all outside requests refused.
+"""The built book works offline, in both editions: every page in headless Chromium, outside requests refused.
 
 For each page of the table of contents: the math is typeset by the book's own MathJax (no raw
 ``$$``, ``\\(`` or ``\\[`` left), every image loads, every explorer from ``mha.viz.widgets`` renders
 (one per explorer output stored in the notebook, its script ran, its frame loaded, moving its
 first control changes the frame), no JavaScript error, and no request left the book. A
-screenshot of each page is saved under ``_build/screenshots/`` for review.
+screenshot of each page is saved under ``_build/screenshots/`` (the Chinese edition's under
+``_build/screenshots/zh_CN/``) for review.
+
+Both editions are served from ``_build/`` side by side (``html/`` English, ``html-zh/`` Chinese, as
+they are published), so that each page's link to the same page in the other edition is followed.
+The Chinese pages also declare ``lang="zh-CN"``, read as Chinese (most of their prose is in Chinese
+characters) and show the explorers' labels in Chinese.
 
 Needs the built book (``make book``) and Debian's Chromium (``apt-get install chromium``);
 without Chromium the test is skipped with that message. ``make test`` builds the book first.
@@ -26,8 +32,12 @@ import pytest
 from conftest import skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[1]
-HTML = ROOT / "_build" / "html"
-SCREENSHOTS = ROOT / "_build" / "screenshots"
+BUILD = ROOT / "_build"
+HTML = BUILD / "html"
+#: Each edition's output folder under _build/ and where its screenshots go.
+EDITIONS = {"en": "html", "zh_CN": "html-zh"}
+SCREENSHOTS = BUILD / "screenshots"
+SCREENSHOT_DIRS = {"en": SCREENSHOTS, "zh_CN": SCREENSHOTS / "zh_CN"}
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -109,9 +119,12 @@ def serve(directory: Path):
 
 @pytest.fixture(scope="module")
 def server():
-    if not (HTML / "index.html").exists():
-        skip_or_fail(f"the book is not built ({HTML / 'index.html'} is missing): run `make book` first")
-    with serve(HTML) as url:
+    """Serves _build/ (both editions); yields the base URL."""
+    for edition, folder in EDITIONS.items():
+        if not (BUILD / folder / "index.html").exists():
+            command = "make book" if edition == "en" else "make book-zh"
+            skip_or_fail(f"the {edition} edition is not built (_build/{folder}/index.html): run `{command}` first")
+    with serve(BUILD) as url:
         yield url
 
 
@@ -166,7 +179,17 @@ RAW_TEX = r"""() => {
 PAGE_FACTS = r"""() => {
   const maths = Array.from(document.querySelectorAll("main .math"));
   const images = Array.from(document.querySelectorAll("img"));
+  const prose = Array.from(document.querySelectorAll("main p, main li, main h1, main h2, main h3, main dd, main td"))
+    .filter(e => !e.closest("pre, code, .output, .cell_output, figure.mha-explorer, .math, .bibliography"))
+    .map(e => e.textContent.replace(/\$[^$]*\$/g, "")).join(" ");
+  const other = document.querySelector("p.mha-other-edition a");
   return {
+    lang: document.documentElement.getAttribute("lang"),
+    otherEdition: other ? other.href : null,
+    hanChars: (prose.match(/[\u4e00-\u9fff]/g) || []).length,
+    latinWords: (prose.match(/[A-Za-z]{3,}/g) || []).length,
+    explorerText: Array.from(document.querySelectorAll("figure.mha-explorer figcaption, figure.mha-explorer label"))
+      .map(e => e.textContent).join(" | "),
     math: maths.length,
     mathTypeset: maths.filter(m => m.querySelector("mjx-container")).length,
     brokenImages: images.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute("src").slice(0, 80)),
@@ -224,6 +247,10 @@ def visit(browser, url: str, screenshot: Path | None = None) -> dict:
         facts = page.evaluate(PAGE_FACTS)
         facts["rawTex"] = page.evaluate(RAW_TEX)
         facts["moved"] = [page.evaluate(MOVE_FIRST_CONTROL, e["id"]) for e in facts["explorers"]]
+        if facts.get("otherEdition"):
+            facts["otherStatus"] = page.evaluate(
+                "(u) => fetch(u, {method: 'HEAD'}).then(r => r.status)", facts["otherEdition"]
+            )
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             page.evaluate("() => window.scrollTo(0, 0)")
@@ -234,11 +261,14 @@ def visit(browser, url: str, screenshot: Path | None = None) -> dict:
     return facts
 
 
+@pytest.mark.parametrize("edition", list(EDITIONS))
 @pytest.mark.parametrize("page_name", toc_pages())
-def test_page_works_offline(page_name, server, browser):
-    html_path = HTML / f"{page_name}.html"
+def test_page_works_offline(page_name, edition, server, browser):
+    folder = EDITIONS[edition]
+    html_path = BUILD / folder / f"{page_name}.html"
     assert html_path.exists(), f"{html_path} missing: is {page_name} in _toc.yml but not built?"
-    facts = visit(browser, f"{server}/{page_name}.html", SCREENSHOTS / f"{Path(page_name).name}.png")
+    screenshot = SCREENSHOT_DIRS[edition] / f"{Path(page_name).name}.png"
+    facts = visit(browser, f"{server}/{folder}/{page_name}.html", screenshot)
     refused, failed, errors, raw_tex, moved = (facts[k] for k in ("refused", "failed", "errors", "rawTex", "moved"))
 
     assert not refused, f"{page_name}: requests left the book: {refused}"
@@ -261,6 +291,25 @@ def test_page_works_offline(page_name, server, browser):
         assert explorer["controls"] >= 1, f"{page_name}: explorer {explorer['id']} has no control"
         assert explorer["frameLoaded"], f"{page_name}: explorer {explorer['id']} frame did not load"
         assert move["changed"], f"{page_name}: moving explorer {explorer['id']}'s first control changed nothing"
+
+    other = "zh_CN" if edition == "en" else "en"
+    expected = f"{server}/{EDITIONS[other]}/{page_name}.html"
+    assert facts["otherEdition"] == expected, (
+        f"{page_name} ({edition}): link to the other edition is {facts['otherEdition']}"
+    )
+    assert facts["otherStatus"] == 200, f"{page_name} ({edition}): {expected} answered {facts['otherStatus']}"
+    if edition == "en":
+        assert facts["lang"] == "en"
+    else:
+        assert facts["lang"] == "zh-CN", f"{page_name}: <html lang={facts['lang']!r}>, expected zh-CN"
+        # Chinese prose: Han characters outnumber the English words left (names, code words) many times over.
+        assert facts["hanChars"] > 10 * facts["latinWords"] or page_name == "book/references", (
+            f"{page_name}: {facts['hanChars']} Han characters, {facts['latinWords']} English words: untranslated?"
+        )
+        if facts["explorers"]:
+            assert "预先计算" in facts["explorerText"], (
+                f"{page_name}: explorer labels not translated: {facts['explorerText'][:200]}"
+            )
 
 
 def test_book_has_a_page_with_math_and_an_explorer():
@@ -290,11 +339,13 @@ def test_the_harness_catches_outside_requests_and_raw_tex(browser, tmp_path):
 BOOK_BUDGET_MB = 20
 
 
-def test_book_fits_its_size_budget():
-    if not (HTML / "index.html").exists():
-        skip_or_fail(f"the book is not built ({HTML / 'index.html'} is missing): run `make book` first")
-    size = sum(p.stat().st_size for p in HTML.rglob("*") if p.is_file())
-    mathjax = sum(p.stat().st_size for p in (HTML / "_static" / "mathjax").rglob("*") if p.is_file())
+@pytest.mark.parametrize("edition", list(EDITIONS))
+def test_book_fits_its_size_budget(edition):
+    html_dir = BUILD / EDITIONS[edition]
+    if not (html_dir / "index.html").exists():
+        skip_or_fail(f"the {edition} edition is not built ({html_dir / 'index.html'} is missing): run `make test`")
+    size = sum(p.stat().st_size for p in html_dir.rglob("*") if p.is_file())
+    mathjax = sum(p.stat().st_size for p in (html_dir / "_static" / "mathjax").rglob("*") if p.is_file())
     assert size < BOOK_BUDGET_MB * 2**20, f"the built book is {size / 2**20:.1f} MB (budget {BOOK_BUDGET_MB} MB)"
-    assert (HTML / "_static" / "mathjax" / "tex-chtml.js").is_file()
+    assert (html_dir / "_static" / "mathjax" / "tex-chtml.js").is_file()
     assert mathjax < 4 * 2**20, f"MathJax takes {mathjax / 2**20:.1f} MB: copy only what the book loads"
