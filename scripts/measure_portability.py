@@ -80,10 +80,9 @@ def perturb_initial_weights(seed: int) -> None:
 
 def probes() -> dict:
     """Every live training number the chapters and tests check (run in this process)."""
-    import torch
 
     from mha.chapters import head_count as E
-    from mha.chapters import merge_training, task
+    from mha.chapters import merge_training
 
     if os.environ.get("MHA_PERTURB_SEED"):
         perturb_initial_weights(int(os.environ["MHA_PERTURB_SEED"]))
@@ -91,17 +90,6 @@ def probes() -> dict:
     for h in (1, 2):  # chapter 1: one head against two, k = 4
         out[f"ch01.heads{h}"] = E.head_count_experiment(h, seed=0, num_relations=4)["accuracy"]
     out["ch01.linear_k2_heads1"] = E.head_count_experiment(1, seed=0, num_relations=2, readout="linear")["accuracy"]
-    # chapter 2: four heads after 500 steps; each head's weight on its own offset
-    r = E.head_count_experiment(4, num_relations=4, readout="mlp", steps=500, return_model=True)
-    data = task.make_task(4)
-    maps = torch.stack([task.attention_maps(r["model"], data.test_x[i]) for i in range(3)])  # (3, H, T, T)
-    positions = torch.arange(4, maps.shape[-1])
-    on = torch.stack(
-        [torch.stack([maps[:, h, positions, positions - o].mean() for o in range(1, 5)]) for h in range(maps.shape[1])]
-    )  # (H, 4)
-    out["ch02.heads4_steps500"] = r["accuracy"]
-    out["ch02.heads4_weight_on_offset"] = float(on.max(dim=1).values.min())
-    out["ch02.heads4_offsets_distinct"] = float(sorted(int(i) + 1 for i in on.argmax(dim=1)) == [1, 2, 3, 4])
     for strategy, seed in (("concat", 0), ("average", 0), ("average", 2)):  # chapter 5
         out[f"ch05.{strategy}_seed{seed}"] = merge_training.merge_experiment(strategy, seed=seed, num_relations=4)[
             "accuracy"

@@ -73,9 +73,6 @@ def test_bands_are_tight_enough_to_catch_a_regression():
     band = provenance.live_band
     assert band("ch01.heads1")[1] < band("ch01.heads2")[0]  # two heads beat one on every CPU
     assert band("ch05.average_seed2")[1] < band("ch05.concat_seed0")[0]  # averaging fails, concat solves
-    assert band("ch02.heads4_steps500")[0] > 0.9 and band("ch02.heads4_weight_on_offset")[0] > 0.9
-    # every measured run split the four offsets among the four heads
-    assert provenance.load_portability()["probes"]["ch02.heads4_offsets_distinct"]["min"] == 1.0
     for name in ("ch01.heads1", "ch01.heads2", "ch01.linear_k2_heads1", "ch05.concat_seed0", "ch05.average_seed2"):
         low, high = band(name)
         assert high - low < 0.2, f"{name}: band {low, high} is too wide to catch anything"
