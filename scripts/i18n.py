@@ -159,8 +159,9 @@ def message_problems(english: str, chinese: str, terms: dict[str, tuple[str, ...
         if " " in term.strip() or "-" in term:
             if re.search(rf"(?<![\w-]){re.escape(term.lower())}s?(?![\w-])", plain):
                 used.add(term)
+    lowered = {name.lower(): forms for name, forms in terms.items()}
     for term in sorted(used):
-        forms = terms.get(term)
+        forms = lowered.get(term.lower())  # Sphinx matches glossary terms without regard to case
         if forms is None:
             problems.append(f"{{term}} {term!r} is not in the glossary")
         elif not any(form in chinese for form in forms):
