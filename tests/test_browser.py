@@ -247,10 +247,6 @@ def visit(browser, url: str, screenshot: Path | None = None) -> dict:
         facts = page.evaluate(PAGE_FACTS)
         facts["rawTex"] = page.evaluate(RAW_TEX)
         facts["moved"] = [page.evaluate(MOVE_FIRST_CONTROL, e["id"]) for e in facts["explorers"]]
-        if facts.get("otherEdition"):
-            facts["otherStatus"] = page.evaluate(
-                "(u) => fetch(u, {method: 'HEAD'}).then(r => r.status)", facts["otherEdition"]
-            )
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             page.evaluate("() => window.scrollTo(0, 0)")
@@ -297,13 +293,16 @@ def test_page_works_offline(page_name, edition, server, browser):
     assert facts["otherEdition"] == expected, (
         f"{page_name} ({edition}): link to the other edition is {facts['otherEdition']}"
     )
-    assert facts["otherStatus"] == 200, f"{page_name} ({edition}): {expected} answered {facts['otherStatus']}"
+    assert (BUILD / EDITIONS[other] / f"{page_name}.html").is_file(), f"{page_name} ({edition}): {expected} is missing"
     if edition == "en":
         assert facts["lang"] == "en"
+        assert facts["hanChars"] < facts["latinWords"], f"{page_name}: the English page reads as Chinese"
     else:
         assert facts["lang"] == "zh-CN", f"{page_name}: <html lang={facts['lang']!r}>, expected zh-CN"
-        # Chinese prose: Han characters outnumber the English words left (names, code words) many times over.
-        assert facts["hanChars"] > 10 * facts["latinWords"] or page_name == "book/references", (
+        # Chinese prose: Han characters outnumber the English words left (names, code words, table
+        # headers the code prints) several times over; measured: 8.9 to 28 on a translated page,
+        # at most 0.27 on an English one (the glossary, which gives every term's Chinese form).
+        assert facts["hanChars"] > 5 * facts["latinWords"] or page_name == "book/references", (
             f"{page_name}: {facts['hanChars']} Han characters, {facts['latinWords']} English words: untranslated?"
         )
         if facts["explorers"]:
