@@ -27,7 +27,7 @@ import torch
 
 from ..bert import BertEncoder, tokenize
 from . import DATA_DIR
-from .pretrained_analysis import token_position
+from .pretrained_analysis import attention_maps, token_position
 
 #: The twin pairs written for the course (see :func:`load_twin_pairs`).
 WINOGRAD_TWINS = DATA_DIR / "winograd_twins.json"
@@ -144,3 +144,35 @@ def held_out_best(resolves: np.ndarray, choose, judge) -> dict:
         "chosen": int(counts[layer, head]),
         "judged": int(resolves[list(judge), layer, head].sum()),
     }
+
+
+# --------------------------------------------------------------------------------------------
+# Your own sentence: every head of the model on any text (chapter 7's explorer)
+# --------------------------------------------------------------------------------------------
+
+#: The longest sentence the explorer shows, in tokens with [CLS] and [SEP] (its labels stay readable).
+MAX_SENTENCE_TOKENS = 40
+
+
+def sentence_attention(model, tokenizer, sentence, *, max_tokens: int = MAX_SENTENCE_TOKENS):
+    """Every head's weights on one sentence the reader typed.
+
+    Bad input is refused with one line that names the problem: a ValueError for an empty sentence
+    or one longer than ``max_tokens`` tokens, a TypeError for anything but a string.
+
+    Returns:
+        tokens (T strings, [CLS] ... [SEP]) and weights, float64 numpy (L, H, T, T).
+    """
+    if not isinstance(sentence, str):
+        raise TypeError(f"sentence must be a string, found {type(sentence).__name__}")
+    text = " ".join(sentence.split())
+    if not text:
+        raise ValueError("sentence is empty: type a sentence and press Enter")
+    count = len(tokenizer.encode(text).tokens)
+    if count > max_tokens:
+        raise ValueError(
+            f"sentence has {count} tokens with [CLS] and [SEP], more than the {max_tokens} the figure "
+            "can label: shorten it"
+        )
+    tokens, maps = attention_maps(model, tokenizer, [text])
+    return tokens[0], maps[0]

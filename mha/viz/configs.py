@@ -22,6 +22,9 @@ from ..chapters.configs import (
 )
 from ..chapters.models import ModelConfig
 from ..counting import attention_params
+from .artists import spines, suptitle
+from .controls import IntRange
+from .live import LiveFigure
 from .plotting import head_color, use_style
 
 
@@ -137,15 +140,31 @@ def render_cost(d_model: int, num_heads: int, seq_len: int):
     fig, (ax_p, ax_f) = plt.subplots(1, 2, figsize=(9.0, 3.8))
     plot_params_vs_heads(d_model, [1, 2, 3, 4, 6, 8, 12, 16], mark=num_heads, ax=ax_p)
     plot_flops_vs_seq_len(d_model, num_heads, [2**k for k in range(6, 16)], mark=seq_len, ax=ax_f)
-    c = calculator(d_model, num_heads, num_heads, 1, seq_len, bias=True)
-    fig.suptitle(
-        f"h = {num_heads}, d_k = {c['head_dim']}: {c['params_per_layer']:,} parameters; "
-        f"n = {seq_len}: projections {c['projection_flops'] / 1e9:.2f} GFLOP, "
-        f"attention {c['attention_flops'] / 1e9:.2f} GFLOP",
-        fontsize=10,
-    )
+    fig.suptitle(_cost_title(d_model, num_heads, seq_len), fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def _cost_title(d_model: int, num_heads: int, seq_len: int) -> str:
+    c = calculator(d_model, num_heads, num_heads, 1, seq_len, bias=True)
+    return (
+        f"h = {num_heads}, d_k = {c['head_dim']}: {c['params_per_layer']:,} parameters; "
+        f"n = {seq_len}: projections {c['projection_flops'] / 1e9:.2f} GFLOP, "
+        f"attention {c['attention_flops'] / 1e9:.2f} GFLOP"
+    )
+
+
+def _kv_title(num_kv_heads: int, num_layers: int, batch_size: int, precision: str) -> str:
+    m = KV_EXPLORER_MODEL
+    kind = "MQA" if num_kv_heads == 1 else "MHA" if num_kv_heads == m["num_heads"] else "GQA"
+    return (
+        f"{kind}: g = {num_kv_heads} of h = {m['num_heads']} heads, {num_layers} layers, "
+        f"batch {batch_size}, {precision}"
+    )
+
+
+def _kv_note(v: dict) -> str:
+    return f"{format_bytes(v['per_token'])} per token\nfits {v['max_context']:,} tokens in 24 GiB"
 
 
 def render_kv(num_kv_heads: int, num_layers: int, batch_size: int, precision: str):
@@ -167,15 +186,11 @@ def render_kv(num_kv_heads: int, num_layers: int, batch_size: int, precision: st
     ax.set_ylim(0, max(32.0, longest * v["per_token"] / GIB * 1.05))
     ax.set_xlabel("context length (tokens)")
     ax.set_ylabel("KV cache (GiB)")
-    kind = "MQA" if num_kv_heads == 1 else "MHA" if num_kv_heads == m["num_heads"] else "GQA"
-    ax.set_title(
-        f"{kind}: g = {num_kv_heads} of h = {m['num_heads']} heads, {num_layers} layers, "
-        f"batch {batch_size}, {precision}"
-    )
+    ax.set_title(_kv_title(num_kv_heads, num_layers, batch_size, precision))
     ax.text(
         0.02,
         0.95,
-        f"{format_bytes(v['per_token'])} per token\nfits {v['max_context']:,} tokens in 24 GiB",
+        _kv_note(v),
         transform=ax.transAxes,
         va="top",
         fontsize=9,
@@ -183,6 +198,54 @@ def render_kv(num_kv_heads: int, num_layers: int, batch_size: int, precision: st
     ax.legend(loc="center right", fontsize=8)
     fig.tight_layout()
     return fig
+
+
+class CostPlot(LiveFigure):
+    """:func:`render_cost` updated in place: one figure per (d_model, h) (its ``layout``), in which
+    the sequence length moves the FLOPs mark and rewrites the title."""
+
+    def draw(self, d_model: int = 768, num_heads: int = 12, seq_len: int = 1024):
+        return render_cost(d_model, num_heads, seq_len)
+
+    def layout(self, d_model: int = 768, num_heads: int = 12, seq_len: int = 1024):
+        return d_model, num_heads
+
+    def update(self, fig, d_model: int = 768, num_heads: int = 12, seq_len: int = 1024):
+        ax_f = fig.axes[1]
+        s = flops_split(seq_len, d_model, num_heads)
+        ax_f.lines[-1].set_data([seq_len, seq_len], [s["projections"], s["attention"]])
+        suptitle(fig).set_text(_cost_title(d_model, num_heads, seq_len))
+
+    def artists(self, fig):
+        ax_f = fig.axes[1]
+        return [ax_f.lines[-1], *ax_f.texts, ax_f.get_legend(), *spines(ax_f), suptitle(fig)]
+
+
+class KVPlot(LiveFigure):
+    """:func:`render_kv` updated in place: the cache line, the axis it needs, the longest context
+    that fits (a marker, hidden when off the axis), the title and the note."""
+
+    def draw(self, num_kv_heads: int = 32, num_layers: int = 32, batch_size: int = 1, precision: str = "fp16"):
+        fig = render_kv(num_kv_heads, num_layers, batch_size, precision)
+        (ax,) = fig.axes
+        if not [line for line in ax.lines if line.get_marker() == "o"]:  # an invisible marker to move later
+            ax.plot([0], [0], "o", color="black", ms=5, visible=False)
+        return fig
+
+    def update(self, fig, num_kv_heads: int = 32, num_layers: int = 32, batch_size: int = 1, precision: str = "fp16"):
+        m, v, longest = (
+            KV_EXPLORER_MODEL,
+            kv_explorer_values(num_kv_heads, num_layers, batch_size, precision),
+            KV_EXPLORER_MAX_LEN,
+        )
+        (ax,) = fig.axes
+        ax.lines[0].set_ydata([t * v["per_token"] / GIB for t in (0, longest)])
+        (point,) = [line for line in ax.lines if line.get_marker() == "o"]
+        point.set_data([v["max_context"]], [m["budget_bytes"] / GIB])
+        point.set_visible(v["max_context"] <= longest)
+        ax.set_ylim(0, max(32.0, longest * v["per_token"] / GIB * 1.05))
+        ax.set_title(_kv_title(num_kv_heads, num_layers, batch_size, precision))
+        ax.texts[0].set_text(_kv_note(v))
 
 
 #: The KV explorer's context axis: 0 to 64k tokens, so that Llama 2 7B's 49,152 is on it.
@@ -213,3 +276,9 @@ def cost_alt(d_model: int, num_heads: int, seq_len: int) -> str:
         f"at n = {seq_len}, projections {c['projection_flops']} FLOPs and attention "
         f"{c['attention_flops']} FLOPs; they are equal at n = {c['crossover_seq_len']:g}."
     )
+
+
+#: The two explorers' controls in a live kernel: the same grids, with the sequence length and the
+#: batch as integer sliders between and beyond them.
+COST_LIVE_CONTROLS = {**COST_CONTROLS, "seq_len": IntRange(64, 32768, grid=COST_CONTROLS["seq_len"], log=True)}
+KV_LIVE_CONTROLS = {**KV_CONTROLS, "batch_size": IntRange(1, 64, grid=KV_CONTROLS["batch_size"])}

@@ -21,7 +21,14 @@ from ..chapters.head_count import (
     cached_run,
     grid_summary,
 )
+from .artists import set_tick_labels, spines, suptitle, text_layer, tick_label_texts
+from .live import LiveFigure
 from .plotting import head_color, plot_heads
+
+
+def _maps_title(num_heads: int, seed: int) -> str:
+    accuracy = cached_run(num_heads, seed=seed)["accuracy"]
+    return f"{num_heads} head{'s' if num_heads > 1 else ''}, seed {seed}: held-out accuracy {accuracy:.2f}"
 
 
 def render_head_maps(num_heads: int = 2, seed: int = 0):
@@ -30,19 +37,39 @@ def render_head_maps(num_heads: int = 2, seed: int = 0):
     cols = min(num_heads, 4)
     rows = math.ceil(num_heads / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols + 0.6, 3.0 * rows + 0.5), squeeze=False)
-    accuracy = cached_run(num_heads, seed=seed)["accuracy"]
-    plot_heads(
-        weights,
-        labels,
-        axes=list(axes.flat),
-        annotate=False,
-        title=f"{num_heads} head{'s' if num_heads > 1 else ''}, seed {seed}: held-out accuracy {accuracy:.2f}",
-    )
+    plot_heads(weights, labels, axes=list(axes.flat), annotate=False, title=_maps_title(num_heads, seed))
     for ax in axes.flat:
         ax.tick_params(labelsize=7)
         ax.set_xlabel("key", fontsize=8)
         ax.set_ylabel("query", fontsize=8)
+    fig._mha_labels = list(labels)
     return fig
+
+
+class HeadMaps(LiveFigure):
+    """:func:`render_head_maps` updated in place: one figure per number of heads (its ``layout``),
+    whose images and title change with the seed."""
+
+    def draw(self, num_heads: int = 2, seed: int = 0):
+        return render_head_maps(num_heads, seed)
+
+    def layout(self, num_heads: int = 2, seed: int = 0):
+        return num_heads
+
+    def update(self, fig, num_heads: int = 2, seed: int = 0):
+        weights, labels = cached_maps(num_heads, seed)
+        if len(fig.axes) != num_heads or len(getattr(fig, "_mha_labels", ())) != len(labels):
+            return False
+        for ax, w in zip(fig.axes, weights):
+            ax.images[0].set_data(w.numpy())
+            if fig._mha_labels != list(labels):  # each seed's held-out sequence
+                set_tick_labels(ax, labels)
+        fig._mha_labels = list(labels)
+        suptitle(fig).set_text(_maps_title(num_heads, seed))
+
+    def artists(self, fig):
+        labels = text_layer(fig, [text for ax in fig.axes for text in tick_label_texts(ax)])
+        return [*(image for ax in fig.axes for image in ax.images), *spines(*fig.axes), labels, suptitle(fig)]
 
 
 def plot_accuracy_vs_heads(num_relations: int = DEFAULT_RELATIONS, *, ax=None):

@@ -24,8 +24,10 @@ ipywidgets, matplotlib and Pillow are imported inside functions (``import mha.vi
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import html
+import itertools
 import math
 import os
 import time
@@ -127,19 +129,26 @@ class Painter:
     call (blitting)."""
 
     CACHE_SIZE = 32
+    #: At most this many layouts are drawn ahead (:meth:`plan_warm`).
+    MAX_LAYOUTS = 12
 
     def __init__(self, render, title: str):
         self.render, self.title = render, title
         self.in_place = updates_in_place(render)
         self.figure = self.moving = self.background = None
+        self.figures: dict = {}  # layout key -> (figure, moving artists, background)
+        self.pending: list = []
         self.fits_canvas: bool | None = None  # fallback: does the first figure lie inside its canvas?
         self.cache: OrderedDict = OrderedDict()
 
     def png(self, values: Mapping) -> bytes:
         if not self.in_place:
             return self._new_figure_png(values)
-        if self.figure is None or self.render.update(self.figure, **values) is False:
-            self.figure = self._adopt(capture(self.render.draw, values, self.title, lambda fig: fig))
+        key = self._layout(values)
+        held = self.figures.get(key)
+        if held is None or self.render.update(held[0], **values) is False:
+            held = self.figures[key] = self._adopt(capture(self.render.draw, values, self.title, lambda fig: fig))
+        self.figure, self.moving, self.background = held
         if self.moving is None:
             return canvas_png(self.figure)
         canvas = self.figure.canvas
@@ -147,6 +156,37 @@ class Painter:
         for artist in self.moving:
             self.figure.draw_artist(artist)
         return canvas_png(self.figure, draw=False)
+
+    def _layout(self, values: Mapping):
+        """The layout ``values`` need (``render.layout(**values)``; None: one figure serves all)."""
+        layout = getattr(self.render, "layout", None)
+        return layout(**values) if callable(layout) else None
+
+    def plan_warm(self, specs: Mapping, values: Mapping) -> int:
+        """List, for :meth:`warm_step`, one set of values per layout the discrete controls reach
+        (a :class:`LiveFigure` with ``layout``: say, one figure per number of heads). Returns how many."""
+        self.pending = []
+        if not self.in_place or not callable(getattr(self.render, "layout", None)):
+            return 0
+        names = [name for name, spec in specs.items() if not isinstance(spec, (FloatRange, Text))]
+        seen = {self._layout(values)}
+        for combo in itertools.product(*(specs[name].grid for name in names)):
+            wanted = {**values, **dict(zip(names, combo))}
+            key = self._layout(wanted)
+            if key not in seen:
+                seen.add(key)
+                self.pending.append(wanted)
+        del self.pending[self.MAX_LAYOUTS :]
+        return len(self.pending)
+
+    def warm_step(self) -> bool:
+        """Draw the figure of one more layout (while the kernel is idle); False when none is left."""
+        if getattr(self, "pending", None):
+            values = self.pending.pop(0)
+            key = self._layout(values)
+            if key not in self.figures:
+                self.figures[key] = self._adopt(capture(self.render.draw, values, self.title, lambda fig: fig))
+        return bool(getattr(self, "pending", None))
 
     def _new_figure_png(self, values: Mapping) -> bytes:
         try:
@@ -186,9 +226,9 @@ class Painter:
         return canvas_png(fig, draw=False)
 
     def _adopt(self, fig):
-        """Keep ``fig`` as the persistent figure: opaque white like the book's frames, on its own Agg
-        canvas (closing it in pyplot, which ``capture`` did, leaves it a bare one), its background
-        drawn once when it names its artists."""
+        """``(fig, moving, background)``: ``fig`` kept as a persistent figure, opaque white like the
+        book's frames, on its own Agg canvas (closing it in pyplot, which ``capture`` did, leaves it
+        a bare one), its background drawn once when it names its artists."""
         from matplotlib.backends.backend_agg import FigureCanvasAgg
 
         fig.patch.set_facecolor("white")
@@ -196,14 +236,14 @@ class Painter:
         FigureCanvasAgg(fig)
         artists = getattr(self.render, "artists", None)
         moving = artists(fig) if callable(artists) else None
-        self.moving = self.background = None
+        background = None
         if moving is not None:
-            self.moving = sorted(moving, key=lambda artist: artist.get_zorder())  # as Figure.draw orders them
-            for artist in self.moving:
+            moving = sorted(moving, key=lambda artist: artist.get_zorder())  # as Figure.draw orders them
+            for artist in moving:
                 artist.set_animated(True)  # left out of the full draw: the background
             fig.canvas.draw()
-            self.background = fig.canvas.copy_from_bbox(fig.bbox)
-        return fig
+            background = fig.canvas.copy_from_bbox(fig.bbox)
+        return fig, moving, background
 
 
 def control_widget(name: str, spec: Control, value, *, live: bool):
@@ -256,7 +296,7 @@ class LiveView:
         title, caption: as the explorer's.
     """
 
-    def __init__(self, specs, starts, *, live: bool, picture, alt, title: str, caption: str):
+    def __init__(self, specs, starts, *, live: bool, picture, alt, title: str, caption: str, warm=None):
         import ipywidgets as widgets
 
         self.specs, self.live, self.picture, self.alt, self.title = specs, live, picture, alt, title
@@ -277,6 +317,33 @@ class LiveView:
         for control in self.inputs.values():
             control.observe(self._on_change, names="value")
         self.show(self.values())
+        self.warm = warm
+        self._schedule_warm()
+
+    def _schedule_warm(self, delay: float = 0.3) -> bool:
+        """Draw the other layouts (``warm()``, one per call) while the kernel is idle: each step is
+        a callback of the kernel's event loop, run between messages, and waits while a change is
+        drawn. Nothing is scheduled outside a running event loop (scripts, tests: see :meth:`warm_all`)."""
+        if self.warm is None:
+            return False
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+
+        def step():
+            if self._busy:
+                loop.call_later(delay, step)
+            elif self.warm():
+                loop.call_later(0.05, step)
+
+        loop.call_later(delay, step)
+        return True
+
+    def warm_all(self) -> None:
+        """Draw every layout now (what the idle callbacks do over the first second or two)."""
+        while self.warm is not None and self.warm():
+            pass
 
     def values(self) -> dict:
         """The values ``render`` gets for the controls' current positions."""

@@ -14,6 +14,8 @@ import numpy as np
 from ..chapters.merge_training import at_budget, select
 from ..chapters.merging import STRATEGIES
 from ..chapters.role_heads import ROLE_VOCAB, merge_example
+from .artists import cell_texts, set_heatmap, set_tick_labels, spines, suptitle, text_layer, tick_label_texts
+from .live import LiveFigure
 from .plotting import head_color
 
 #: One colour and marker per merge strategy, in every figure of the chapter.
@@ -44,14 +46,8 @@ def plot_merge_example(merge: str, sentence: str):
     for h, ax in enumerate(axes[:2]):
         _heatmap(ax, heads[h], words, ROLE_VOCAB, roles[h], head_color(h))
     axes[0].set_ylabel("token (query)", fontsize=11)
-    if wide:
-        cols = [f"h1:{w}" for w in ROLE_VOCAB] + [f"h2:{w}" for w in ROLE_VOCAB]
-        title = "concat: heads side by side"
-    else:
-        coeff = ex["coefficients"]
-        cols = list(ROLE_VOCAB)
-        words = [f"{w} (w {c[0]:.2f}/{c[1]:.2f})" for w, c in zip(words, coeff.tolist())]  # head weights
-        title = f"{merge}: heads summed"
+    cols = [f"h{h}:{w}" for h in (1, 2) for w in ROLE_VOCAB] if wide else list(ROLE_VOCAB)
+    words, title = _merge_rows(merge, ex)  # the summing merges: each head's weight per word
     _heatmap(axes[2], merged, words, cols, title, "#555555")
     for ax in axes:
         ax.set_xlabel("feature (word)", fontsize=11)
@@ -59,6 +55,47 @@ def plot_merge_example(merge: str, sentence: str):
     # Fixed margins instead of tight_layout(): the explorer redraws this figure on every change.
     fig.subplots_adjust(left=0.08, right=0.99, bottom=0.27, top=0.84, wspace=0.5 if wide else 0.75)
     return fig
+
+
+def _merge_rows(merge: str, ex: dict) -> tuple[list, str]:
+    """The merged panel's row labels and title (the summing merges show each head's weight)."""
+    if merge == "concat":
+        return ex["words"], "concat: heads side by side"
+    words = [f"{w} (w {c[0]:.2f}/{c[1]:.2f})" for w, c in zip(ex["words"], ex["coefficients"].tolist())]
+    return words, f"{merge}: heads summed"
+
+
+class MergePlot(LiveFigure):
+    """:func:`plot_merge_example` updated in place: one figure for concat and one for the summing
+    merges (its ``layout``), whose three heatmaps, cell labels, row labels and titles change."""
+
+    def draw(self, merge: str = "average", sentence: str = "cat chases mouse"):
+        fig = plot_merge_example(merge, sentence)
+        ex = merge_example(merge, sentence)
+        for ax, values in zip(fig.axes, (*ex["heads"], ex["merged"])):
+            cell_texts(ax, tuple(values.shape), fontsize=10)  # a label for every cell, empty where 0
+        return fig
+
+    def layout(self, merge: str = "average", sentence: str = "cat chases mouse"):
+        return merge == "concat"
+
+    def update(self, fig, merge: str = "average", sentence: str = "cat chases mouse"):
+        ex = merge_example(merge, sentence)
+        rows, title = _merge_rows(merge, ex)
+        for ax, values, labels in zip(fig.axes, (*ex["heads"], ex["merged"]), (ex["words"], ex["words"], rows)):
+            set_heatmap(ax, values.numpy(), show=lambda v: abs(v) >= 0.005, color=_cell_color)
+            set_tick_labels(ax, labels, "y")
+        fig.axes[2].set_title(title, fontsize=12)
+        suptitle(fig).set_text(f"'{sentence}', merge = {merge}")
+
+    def artists(self, fig):
+        labels = text_layer(fig, [text for ax in fig.axes for text in tick_label_texts(ax, "y")])
+        parts = [part for ax in fig.axes for part in (*ax.images, *ax.texts)]
+        return [*parts, *spines(*fig.axes), labels, fig.axes[2].title, suptitle(fig)]
+
+
+def _cell_color(v: float) -> str:
+    return "white" if v > 0.6 else "black"
 
 
 def plot_merge_curves(runs: list[dict], sweep: str = "main", *, lr=None):

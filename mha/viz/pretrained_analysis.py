@@ -12,6 +12,9 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..chapters.pretrained_analysis import TWIN_SENTENCES
+from ..chapters.pretrained_twins import sentence_attention
+from .live import LiveFigure
 from .plotting import head_color, use_style
 
 
@@ -48,27 +51,43 @@ def plot_all_heads(weights: np.ndarray, tokens, *, title: str):
     return fig
 
 
-def plot_layer_heads(weights: np.ndarray, tokens, layer: int, *, title: str):
-    """The heads of one layer (0-based ``layer``) with token labels, tiled 3 x 4 in one image.
-
-    Shapes: weights (L, H, T, T). Returns the figure.
-    """
-    use_style()
+def _layer_mosaic(weights: np.ndarray, layer: int, cols: int = 4):
+    """One layer's heads tiled ``rows x cols`` in one array (NaN, shown white, between tiles)."""
     num_heads, seq_len = weights.shape[1], weights.shape[-1]
-    cols = 4
     rows = math.ceil(num_heads / cols)
     step = seq_len + 2  # two white rows/columns between tiles, room for the head names
     mosaic = np.full((rows * step, cols * step - 2), np.nan)
     for head in range(num_heads):
         r, c = divmod(head, cols)
         mosaic[r * step + 2 : r * step + 2 + seq_len, c * step : c * step + seq_len] = weights[layer, head]
-    fig, ax = plt.subplots(figsize=(10.0, 2.6 * rows + 1.4))
-    ax.imshow(mosaic, vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest", aspect="auto")
-    for head in range(num_heads):
-        r, c = divmod(head, cols)
-        ax.text(c * step + (seq_len - 1) / 2, r * step + 1.0, f"head {head + 1}", ha="center", va="center", fontsize=9)
+    return mosaic, rows, step
+
+
+def _label_layer(ax, tokens, num_heads: int, rows: int, step: int, cols: int = 4) -> None:
+    """Token labels on both axes and each tile's head name (positions follow the sentence's length)."""
+    seq_len = len(tokens)
     ax.set_xticks([c * step + j for c in range(cols) for j in range(seq_len)], tokens * cols, rotation=90, fontsize=6)
     ax.set_yticks([r * step + 2 + i for r in range(rows) for i in range(seq_len)], tokens * rows, fontsize=6)
+    names = [text for text in ax.texts if text.get_gid() == "head-name"]
+    for head in range(num_heads):
+        r, c = divmod(head, cols)
+        xy = (c * step + (seq_len - 1) / 2, r * step + 1.0)
+        if head < len(names):
+            names[head].set_position(xy)
+        else:
+            ax.text(*xy, f"head {head + 1}", ha="center", va="center", fontsize=9, gid="head-name")
+
+
+def plot_layer_heads(weights: np.ndarray, tokens, layer: int, *, title: str):
+    """The heads of one layer (0-based ``layer``) with token labels, tiled 3 x 4 in one image.
+
+    Shapes: weights (L, H, T, T). Returns the figure.
+    """
+    use_style()
+    mosaic, rows, step = _layer_mosaic(weights, layer)
+    fig, ax = plt.subplots(figsize=(10.0, 2.6 * rows + 1.4))
+    ax.imshow(mosaic, vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest", aspect="auto")
+    _label_layer(ax, list(tokens), weights.shape[1], rows, step)
     ax.tick_params(length=0)
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
@@ -92,6 +111,66 @@ def layer_explorer(resolution: dict):
         )
 
     return render
+
+
+class SentenceHeads(LiveFigure):
+    """Every head of one layer of the model on a sentence the reader types (chapter 7's explorer).
+
+    ``known`` maps sentences to ``(tokens, weights (L, H, T, T))`` already computed (the chapter's
+    twins); any other sentence runs the model (:func:`~mha.chapters.pretrained_twins.sentence_attention`),
+    and the last few are kept, so that moving the layer slider computes nothing. ``update`` changes
+    the one figure in place, also for a sentence of another length (the tiles, labels and axes
+    follow it). Held to 300 ms (``budget_ms``): a 20-token sentence runs the model once.
+    """
+
+    budget_ms = (300.0, 300.0)
+    KEEP = 16
+
+    def __init__(self, model, tokenizer, known: dict | None = None, titles: dict | None = None):
+        self.model, self.tokenizer = model, tokenizer
+        self.known = dict(known or {})
+        self.titles = dict(titles or {})  # sentence -> how the title names it
+        self.recent: dict = {}
+
+    def attention(self, sentence: str):
+        if sentence in self.known:
+            return self.known[sentence]
+        if sentence not in self.recent:
+            if len(self.recent) >= self.KEEP:
+                self.recent.pop(next(iter(self.recent)))
+            self.recent[sentence] = sentence_attention(self.model, self.tokenizer, sentence)
+        return self.recent[sentence]
+
+    def title(self, layer: int, sentence: str) -> str:
+        words = self.titles.get(sentence) or (sentence if len(sentence) <= 70 else sentence[:67] + "...")
+        return f'Layer {layer}, "{words}"'
+
+    def _check_layer(self, layer, num_layers: int) -> int:
+        if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 1 <= layer <= num_layers:
+            raise ValueError(f"layer must be a layer number 1..{num_layers}, found {layer!r}")
+        return int(layer)
+
+    def draw(self, layer: int = 1, sentence: str = ""):
+        tokens, weights = self.attention(sentence)
+        layer = self._check_layer(layer, weights.shape[0])
+        return plot_layer_heads(weights, tokens, layer - 1, title=self.title(layer, sentence))
+
+    def update(self, fig, layer: int = 1, sentence: str = ""):
+        tokens, weights = self.attention(sentence)
+        layer = self._check_layer(layer, weights.shape[0])
+        (ax,) = fig.axes
+        mosaic, rows, step = _layer_mosaic(weights, layer - 1)
+        image = ax.images[0]
+        if image.get_array().shape != mosaic.shape:  # another length: the tiles and labels move
+            height, width = mosaic.shape
+            image.set_extent((-0.5, width - 0.5, height - 0.5, -0.5))
+            ax.set_xlim(-0.5, width - 0.5)
+            ax.set_ylim(height - 0.5, -0.5)
+        image.set_data(mosaic)
+        if getattr(fig, "_mha_tokens", None) != tokens:
+            _label_layer(ax, list(tokens), weights.shape[1], rows, step)
+            fig._mha_tokens = tokens
+        ax.set_title(self.title(layer, sentence))
 
 
 def plot_it_margins(resolution: dict):
@@ -315,3 +394,13 @@ def plot_value_norms(norms: dict, labels: np.ndarray):
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def twin_sentence_heads(model, tokenizer, resolution: dict) -> SentenceHeads:
+    """The chapter's explorer: :class:`SentenceHeads` that already knows the two twins (``resolution``
+    is :func:`~mha.chapters.pretrained_analysis.it_resolution`'s result), titled as before."""
+    known, titles = {}, {}
+    for name, sentence in TWIN_SENTENCES.items():
+        known[sentence] = (resolution["tokens"][name], resolution["maps"][name])
+        titles[sentence] = f"...because it was too {name}"
+    return SentenceHeads(model, tokenizer, known, titles)

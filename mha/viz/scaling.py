@@ -6,10 +6,31 @@ The numbers come from :mod:`mha.chapters.scaling`.
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
+import numpy as np
 from matplotlib.patches import Rectangle
 
 from ..chapters.scaling import NUM_KEYS, head_blocks, sample_scores, score_stats, sorted_weight_profile
+from .artists import spines, suptitle
+from .live import LiveFigure
 from .plotting import head_color
+
+#: The score histogram's axis: one fixed range for every frame, scores beyond it piled at its ends.
+SCORE_LIMIT = 30.0
+
+
+def _scaling_numbers(d_k: int, scale: str):
+    """What :func:`render_scaling` shows: histogram counts, the sorted-weight profile, the texts."""
+    scores, keys, factor = sample_scores(d_k, scale)  # (N, S)
+    stats = score_stats(scores, keys, factor)
+    profile = sorted_weight_profile(d_k, scale).numpy()  # (S,): mean k-th largest weight
+    clipped = scores.flatten().clamp(-SCORE_LIMIT, SCORE_LIMIT).numpy()
+    titles = (
+        f"all scores: variance {stats['variance']:.3g}",
+        f"all {scores.shape[0]} queries: mean largest weight {profile[0]:.2f}",
+        f"d_k = {d_k}, scale {scale}\n{100 * stats['saturated']:.0f}% of queries saturated "
+        f"(largest weight > 0.99); median ‖∂softmax/∂scores‖ = {stats['jacobian_norm']:.1e}",
+    )
+    return clipped, profile, titles
 
 
 def plot_scaling_sweep(sweep: dict):
@@ -49,18 +70,16 @@ def render_scaling(d_k: int = 64, scale: str = "1/√d_k"):
     Returns:
         matplotlib.figure.Figure
     """
-    scores, keys, factor = sample_scores(d_k, scale)  # (N, S)
-    stats = score_stats(scores, keys, factor)
-    profile = sorted_weight_profile(d_k, scale).numpy()  # (S,): mean k-th largest weight
+    clipped, profile, titles = _scaling_numbers(d_k, scale)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.0, 3.8))
     # one fixed axis for every frame, so the spread itself is what changes; scores beyond it
     # are piled into the outermost bins
-    limit = 30.0
-    ax1.hist(scores.flatten().clamp(-limit, limit).numpy(), bins=60, range=(-limit, limit), color=head_color(0))
+    limit = SCORE_LIMIT
+    ax1.hist(clipped, bins=60, range=(-limit, limit), color=head_color(0))
     ax1.set_xlim(-limit, limit)
     ax1.set_xlabel(f"score  scale · q·k  (clipped to ±{limit:.0f})")
     ax1.set_ylabel("count")
-    ax1.set_title(f"all scores: variance {stats['variance']:.3g}")
+    ax1.set_title(titles[0])
     ranks = range(1, len(profile) + 1)
     ax2.bar(ranks, profile, color=head_color(1))
     ax2.axhline(1.0 / len(profile), color="gray", lw=0.8, ls="--", label=f"uniform (1/{len(profile)})")
@@ -68,14 +87,38 @@ def render_scaling(d_k: int = 64, scale: str = "1/√d_k"):
     ax2.set_xticks(range(1, len(profile) + 1, 3))
     ax2.set_xlabel("rank of the key in its query's row (1 = largest weight)")
     ax2.set_ylabel("mean softmax weight")
-    ax2.set_title(f"all {scores.shape[0]} queries: mean largest weight {profile[0]:.2f}")
+    ax2.set_title(titles[1])
     ax2.legend(loc="upper right", fontsize=8)
-    fig.suptitle(
-        f"d_k = {d_k}, scale {scale}\n{100 * stats['saturated']:.0f}% of queries saturated "
-        f"(largest weight > 0.99); median ‖∂softmax/∂scores‖ = {stats['jacobian_norm']:.1e}"
-    )
+    fig.suptitle(titles[2])
     fig.tight_layout()
     return fig
+
+
+class ScalingPlot(LiveFigure):
+    """:func:`render_scaling` updated in place: the histogram's and the profile's bar heights, the
+    count axis (its scale follows the tallest bar, as a new figure's would) and the titles."""
+
+    def draw(self, d_k: int = 64, scale: str = "1/√d_k"):
+        return render_scaling(d_k, scale)
+
+    def update(self, fig, d_k: int = 64, scale: str = "1/√d_k"):
+        clipped, profile, titles = _scaling_numbers(d_k, scale)
+        ax1, ax2 = fig.axes[:2]
+        counts, _ = np.histogram(clipped, bins=60, range=(-SCORE_LIMIT, SCORE_LIMIT))
+        for bar, count in zip(ax1.patches, counts.tolist()):
+            bar.set_height(count)
+        ax1.relim()
+        ax1.autoscale_view(scalex=False)
+        for bar, height in zip(ax2.patches, profile.tolist()):
+            bar.set_height(height)
+        ax1.set_title(titles[0])
+        ax2.set_title(titles[1])
+        suptitle(fig).set_text(titles[2])
+
+    def artists(self, fig):
+        ax1, ax2 = fig.axes[:2]
+        parts = [*ax1.patches, ax1.yaxis, ax1.title, *ax2.patches, *ax2.lines, ax2.title, ax2.get_legend()]
+        return [*parts, *spines(ax1, ax2), suptitle(fig)]
 
 
 def render_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4):
@@ -106,7 +149,7 @@ def render_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4):
                 )
         left = right_x + cols.start + i * gap
         label = f"head {i + 1}" if num_heads <= 6 else str(i + 1)
-        ax.text(left + head_dim / 2, seq_len + 0.3, label, ha="center", va="bottom", fontsize=8)
+        ax.text(left + head_dim / 2, seq_len + 0.3, label, ha="center", va="bottom", fontsize=8, gid="head-label")
     for t in range(seq_len):
         ax.text(-0.3, seq_len - 0.5 - t, f"token {t + 1}", ha="right", va="center", fontsize=8)
     ax.text(
@@ -119,7 +162,12 @@ def render_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4):
     )
     right_end = right_x + d_model + gap * (num_heads - 1)
     ax.text(
-        (right_x + right_end) / 2, -0.4, f"(h, T, d_k) = ({num_heads}, {seq_len}, {head_dim})", ha="center", va="top"
+        (right_x + right_end) / 2,
+        -0.4,
+        f"(h, T, d_k) = ({num_heads}, {seq_len}, {head_dim})",
+        ha="center",
+        va="top",
+        gid="head-shape",
     )
     ax.annotate(
         "",
@@ -134,3 +182,44 @@ def render_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4):
     ax.axis("off")
     ax.set_title(f"h = {num_heads} heads: d_k = d_model / h = {d_model} / {num_heads} = {head_dim}")
     return fig
+
+
+class HeadSplitPlot(LiveFigure):
+    """:func:`render_head_split` updated in place: the same ``2 · d_model · T`` cells recoloured and
+    regrouped by head, the head labels and the titles rewritten (the canvas is the same for every h)."""
+
+    def __init__(self, d_model: int = 12, seq_len: int = 4):
+        self.d_model, self.seq_len = d_model, seq_len
+
+    def draw(self, num_heads: int = 4):
+        return render_head_split(num_heads, self.d_model, self.seq_len)
+
+    def update(self, fig, num_heads: int = 4):
+        d_model, seq_len = self.d_model, self.seq_len
+        blocks = head_blocks(d_model, num_heads)
+        head_dim = d_model // num_heads
+        gap, right_x = 0.6, d_model + 4.0
+        (ax,) = fig.axes
+        cells = iter(ax.patches)
+        for i, cols in enumerate(blocks):
+            for c in cols:
+                for _ in range(seq_len):
+                    left, right = next(cells), next(cells)
+                    left.set_facecolor(head_color(i))
+                    right.set_facecolor(head_color(i))
+                    right.set_x(right_x + c + i * gap)
+        labels = [text for text in ax.texts if text.get_gid() == "head-label"]
+        for text in labels[num_heads:]:
+            text.remove()
+        for i, cols in enumerate(blocks):
+            x = right_x + cols.start + i * gap + head_dim / 2
+            label = f"head {i + 1}" if num_heads <= 6 else str(i + 1)
+            if i < len(labels):
+                labels[i].set_text(label)
+                labels[i].set_x(x)
+            else:
+                ax.text(x, seq_len + 0.3, label, ha="center", va="bottom", fontsize=8, gid="head-label")
+        (shape,) = [text for text in ax.texts if text.get_gid() == "head-shape"]
+        shape.set_text(f"(h, T, d_k) = ({num_heads}, {seq_len}, {head_dim})")
+        shape.set_x((2 * right_x + d_model + gap * (num_heads - 1)) / 2)
+        ax.set_title(f"h = {num_heads} heads: d_k = d_model / h = {d_model} / {num_heads} = {head_dim}")

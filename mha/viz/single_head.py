@@ -10,7 +10,14 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from ..chapters.single_head import FEATURES, QUERY, RELATION_KINDS, RELATION_SENTENCES, SENTENCE, two_sentences
+from .artists import heatmap_artists, set_heatmap, spines
+from .live import LiveFigure
 from .plotting import HEAD_COLORS, head_color, plot_attention
+
+
+def _split_text(split: float) -> str:
+    """``0.5`` as the book's frames print it (one decimal); a live value between tenths, two."""
+    return f"{split:.1f}" if abs(split * 10 - round(split * 10)) < 1e-9 else f"{split:.2f}"
 
 
 def render_split(split: float = 0.5):
@@ -22,7 +29,7 @@ def render_split(split: float = 0.5):
         ["chases"],
         list(SENTENCE),
         ax=ax_w,
-        title=f"the verb's weights (split = {split:.1f})",
+        title=f"the verb's weights (split = {_split_text(split)})",
         color=HEAD_COLORS[0],
     )
     x = np.arange(len(FEATURES))
@@ -35,6 +42,27 @@ def render_split(split: float = 0.5):
     ax_out.legend(loc="upper center", fontsize=8)
     fig.tight_layout()
     return fig
+
+
+class SplitPlot(LiveFigure):
+    """:func:`render_split` updated in place: the verb's weight row, the six bars and the titles."""
+
+    def draw(self, split: float = 0.5):
+        return render_split(split)
+
+    def update(self, fig, split: float = 0.5):
+        result = two_sentences(split)
+        ax_w, ax_out = fig.axes[:2]
+        set_heatmap(ax_w, result["weights"][QUERY : QUERY + 1].to(dtype=result["output"].dtype).numpy())
+        ax_w.set_title(f"the verb's weights (split = {_split_text(split)})")
+        heights = [*result["output"].tolist(), *result["output_swapped"].tolist()]
+        for bar, height in zip(ax_out.patches, heights):
+            bar.set_height(height)
+        ax_out.set_title(f"output of 'chases' (distance {result['distance']:.2f})")
+
+    def artists(self, fig):
+        ax_w, ax_out = fig.axes[:2]
+        return [*heatmap_artists(ax_w), ax_w.title, *ax_out.patches, ax_out.title, ax_out.get_legend(), *spines(ax_out)]
 
 
 def render_relations():

@@ -388,6 +388,7 @@ class Explorer:
                 alt=self.alt,
                 title=self.title,
                 caption=f"{self.caption} {words}" if self.caption else words,
+                warm=self.painter.warm_step if computes and self.painter.plan_warm(self.specs, self.starts) else None,
             )
         return self._view
 

@@ -10,6 +10,8 @@ import matplotlib.pyplot as plt
 import torch
 
 from ..chapters.worked import DTYPE, FEATURES, OUTPUT_FEATURES, WorkedExample, explorer_example, token_labels
+from .artists import heatmap_artists, set_heatmap, suptitle
+from .live import LiveFigure
 from .plotting import head_color, plot_attention, use_style
 
 
@@ -251,5 +253,28 @@ def render_explorer(dog_type: str = "noun", temperature: float = 1.0):
         ha="left",
         transform=panel.transAxes,
     )
-    fig.suptitle(f"dog is a {dog_type if dog_type != 'none' else 'word of no type'}, temperature {temperature:g}")
+    fig.suptitle(_explorer_title(dog_type, temperature))
     return fig
+
+
+def _explorer_title(dog_type: str, temperature: float) -> str:
+    return f"dog is a {dog_type if dog_type != 'none' else 'word of no type'}, temperature {temperature:g}"
+
+
+class WorkedPlot(LiveFigure):
+    """:func:`render_explorer` updated in place: both heads' weights, dog's rows and the title."""
+
+    def draw(self, dog_type: str = "noun", temperature: float = 1.0):
+        return render_explorer(dog_type, temperature)
+
+    def update(self, fig, dog_type: str = "noun", temperature: float = 1.0):
+        ex = explorer_example(dog_type, temperature)
+        *heads, panel = fig.axes
+        for h, ax in enumerate(heads):
+            set_heatmap(ax, ex.weights[h].numpy())
+        panel.texts[0].set_text(explorer_summary(ex))
+        suptitle(fig).set_text(_explorer_title(dog_type, temperature))
+
+    def artists(self, fig):
+        *heads, panel = fig.axes
+        return [*(a for ax in heads for a in heatmap_artists(ax)), *panel.texts, suptitle(fig)]
