@@ -16,6 +16,7 @@ state stays in the ``.ipynb``, where JupyterLab uses it to show the widgets with
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 from pathlib import Path
 
@@ -78,7 +79,30 @@ def copy_mathjax(app, exc) -> None:
             shutil.copy2(source / name, target / name)
 
 
+#: ``//# sourceMappingURL=x.js.map`` (JavaScript) or ``/*# sourceMappingURL=x.css.map */`` (CSS).
+SOURCE_MAP_COMMENT = re.compile(r"(//[#@] sourceMappingURL=[^\s]*|/\*[#@] sourceMappingURL=[^*]*\*/)")
+
+
+def drop_source_maps(app, exc) -> None:
+    """Removes the themes' source maps (3.3 MB of ``*.map``: only a browser's developer tools read
+    them) and the ``sourceMappingURL`` comments that name them, so the book stays in its size budget
+    and no page points at a missing file."""
+    if exc is not None or app.builder.format != "html":
+        return
+    static = Path(app.outdir) / "_static"
+    for source_map in static.rglob("*.map"):
+        source_map.unlink()
+    for asset in [*static.rglob("*.js"), *static.rglob("*.css")]:
+        if "mathjax" in asset.parts:
+            continue
+        text = asset.read_text(encoding="utf-8", errors="surrogateescape")
+        if "sourceMappingURL=" in text:
+            text = SOURCE_MAP_COMMENT.sub("", text)
+            asset.write_text(text, encoding="utf-8", errors="surrogateescape")
+
+
 def setup(app):
     app.connect("html-page-context", tidy_scripts, priority=900)
     app.connect("build-finished", copy_mathjax)
+    app.connect("build-finished", drop_source_maps)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
