@@ -5,6 +5,7 @@ checked with a one-line message.
 """
 
 import io
+from pathlib import Path
 
 import matplotlib
 
@@ -16,13 +17,18 @@ import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from mha import bert  # noqa: E402
+from mha.chapters import (  # noqa: E402
+    perf_results,  # noqa: E402
+    worked,
+    worked_edit,
+)
 from mha.chapters import pretrained_analysis as P  # noqa: E402
 from mha.chapters import pretrained_twins as TW  # noqa: E402
-from mha.chapters import worked, worked_edit  # noqa: E402
 from mha.viz import (  # noqa: E402
     configs,
     head_count,
     merging,
+    perf,
     scaling,
     single_head,
     widgets,  # noqa: E402
@@ -33,6 +39,8 @@ from mha.viz import worked_edit as VE  # noqa: E402
 from mha.viz.controls import Choice, FloatRange, Text  # noqa: E402
 from mha.viz.frames import canvas_png  # noqa: E402
 from mha.viz.live import Painter, updates_in_place  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(autouse=True)
@@ -103,6 +111,11 @@ CASES = {
             for m, s in (("average", "cat chases mouse"), ("gated", "mouse chases cat"), ("concat", "dog chases mouse"))
         ],
         0.01,
+    ),
+    "ch06 stored benchmark": (
+        perf.StoredBenchmark(perf_results.load_results(ROOT / "benchmarks" / "results" / "cpu.json")[0]),
+        [{"measure": m, "seq_len": t} for m, t in (("forward", 512), ("forward+backward", 128), ("forward", 512))],
+        0.0,
     ),
 }
 

@@ -38,10 +38,13 @@ def render_head_maps(num_heads: int = 2, seed: int = 0):
     rows = math.ceil(num_heads / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols + 0.6, 3.0 * rows + 0.5), squeeze=False)
     plot_heads(weights, labels, axes=list(axes.flat), annotate=False, title=_maps_title(num_heads, seed))
-    for ax in axes.flat:
-        ax.tick_params(labelsize=7)
-        ax.set_xlabel("key", fontsize=8)
-        ax.set_ylabel("query", fontsize=8)
+    # Every head reads the same sequence: label the keys under the bottom row and the queries left of
+    # the first column only (fewer labels to read, and to redraw when a live explorer changes seed).
+    for i, ax in enumerate(axes.flat):
+        first_column, bottom_row = i % cols == 0, i >= num_heads - cols
+        ax.tick_params(labelsize=7, labelleft=first_column, labelbottom=bottom_row)
+        ax.set_xlabel("key" if bottom_row else "", fontsize=8)
+        ax.set_ylabel("query" if first_column else "", fontsize=8)
     fig._mha_labels = list(labels)
     return fig
 
@@ -68,7 +71,8 @@ class HeadMaps(LiveFigure):
         suptitle(fig).set_text(_maps_title(num_heads, seed))
 
     def artists(self, fig):
-        labels = text_layer(fig, [text for ax in fig.axes for text in tick_label_texts(ax)])
+        shown = [text for ax in fig.axes for text in tick_label_texts(ax) if text.get_visible()]
+        labels = text_layer(fig, shown)
         return [*(image for ax in fig.axes for image in ax.images), *spines(*fig.axes), labels, suptitle(fig)]
 
 

@@ -24,6 +24,7 @@ from ..chapters.perf_results import (
     seq_lens,
     timing,
 )
+from .live import LiveFigure
 from .plotting import HEAD_COLORS, use_style
 
 GIB = 2**30
@@ -140,6 +141,27 @@ def render_benchmark(report, measure: str = "forward+backward", seq_len: int | N
     # fixed margins: tight_layout would draw the figure once more, a third of a frame's time
     fig.subplots_adjust(left=0.25, right=0.97, bottom=0.16, top=0.9)
     return fig
+
+
+class StoredBenchmark(LiveFigure):
+    """:func:`render_benchmark` for a live explorer. Its controls are choices only (two measures,
+    a few lengths), so each combination is a layout of its own: the first is drawn when the cell
+    runs, the others while the kernel is idle after it, and a move shows a figure already drawn."""
+
+    def __init__(self, report):
+        self.report = report
+
+    def draw(self, measure: str = "forward+backward", seq_len: int | None = None):
+        return render_benchmark(self.report, measure, seq_len)
+
+    def layout(self, measure: str = "forward+backward", seq_len: int | None = None):
+        return measure, seq_len
+
+    def update(self, fig, measure: str = "forward+backward", seq_len: int | None = None):
+        return None  # the figure of this layout already shows these values
+
+    def artists(self, fig):
+        return []  # nothing moves: the whole figure is its own background
 
 
 def plot_decode_roofline(*, kv_heads=(32, 8, 1), model: str = DECODE_MODEL, ax=None):
