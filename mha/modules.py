@@ -349,24 +349,8 @@ class GroupedQueryAttention(nn.Module):
     def forward(
         self, query, key=None, value=None, *, mask=None, key_padding_mask=None, need_weights=True, is_causal=False
     ):
-        """Attention of ``query`` over ``key``/``value`` (self-attention when they are omitted).
-
-        Args:
-            mask: bool, **True = may attend** (as ``F.scaled_dot_product_attention``), or additive
-                float; shape (T, S) or anything broadcastable to (B, H, T, S). Note that
-                ``nn.MultiheadAttention``'s bool ``attn_mask`` means the opposite (True = blocked).
-            key_padding_mask: bool (B, S), **True = this key is padding, ignore it**.
-            need_weights: return the per-head weights. With False, PyTorch's fused kernel
-                (:func:`mha.fused.fused_attention`) runs and no (B, H, T, S) tensor is kept.
-            is_causal: query i attends keys j <= i only (top-left aligned when T != S, as in
-                PyTorch); on the fast path it reaches the kernel as a flag, not a mask.
-
-        Shapes:
-            query (B, T, D), key/value (B, S, D).
-        Returns:
-            output (B, T, D), weights (B, H, T, S) or None. A query whose keys are all masked
-            gets zero weights and contributes a zero context vector.
-        """
+        """As :meth:`MultiHeadAttention.forward` (same arguments, mask conventions, shapes and
+        returns), with each group of H/G query heads reading one shared key/value head."""
         query, key, value = resolve_qkv(query, key, value, self.d_model)
         (batch_size, seq_len, _), key_len = query.shape, key.shape[1]
         mask = combine_masks(mask, key_padding_mask, batch_size, self.num_heads, seq_len, key_len, query.dtype)

@@ -24,6 +24,7 @@ import http.server
 import json
 import os
 import shutil
+import sys
 import threading
 from pathlib import Path
 from urllib.parse import urlparse
@@ -32,10 +33,21 @@ import pytest
 from conftest import skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _editions() -> dict:
+    """``_ext/mha_i18n.EDITIONS``: edition -> (output folder under _build/, the link's name)."""
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from mha_i18n import EDITIONS as editions
+
+    return editions
+
+
 BUILD = ROOT / "_build"
 HTML = BUILD / "html"
-#: Each edition's output folder under _build/ and where its screenshots go.
-EDITIONS = {"en": "html", "zh_CN": "html-zh"}
+#: Each edition's output folder under _build/ (as the book's extension names them) and where its
+#: screenshots go.
+EDITIONS = {edition: folder for edition, (folder, _) in _editions().items()}
 SCREENSHOTS = BUILD / "screenshots"
 SCREENSHOT_DIRS = {"en": SCREENSHOTS, "zh_CN": SCREENSHOTS / "zh_CN"}
 CHROMIUM_ARGS = [

@@ -8,20 +8,12 @@ and the explorers' labels differ.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from conftest import skip_or_fail
+from test_browser import BUILD, toc_pages
+from test_browser import EDITIONS as FOLDERS
 
-ROOT = Path(__file__).resolve().parents[1]
-EDITIONS = {"en": ROOT / "_build" / "html", "zh_CN": ROOT / "_build" / "html-zh"}
-
-
-def toc_pages() -> list[str]:
-    import yaml
-
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    return [str(Path(p).with_suffix("")) for p in [toc["root"]] + [c["file"] for c in toc["chapters"]]]
+EDITIONS = {edition: BUILD / folder for edition, folder in FOLDERS.items()}
 
 
 def computed_parts(page_html: str) -> dict[str, list[str]]:

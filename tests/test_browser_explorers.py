@@ -13,16 +13,9 @@ from pathlib import Path
 
 import pytest
 from conftest import skip_or_fail
+from test_browser import CHROMIUM_ARGS
 
 CHROMIUM = os.environ.get("MHA_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 BOOK_HTML = Path(__file__).resolve().parents[1] / "_build" / "html"
 
 if not Path(CHROMIUM).exists():
