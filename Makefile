@@ -158,3 +158,4 @@ clean:
 bench: install
 	$(PY) -m benchmarks.bench_attention
 	$(PY) -m benchmarks.bench_explorers
+	$(PY) -m benchmarks.bench_text

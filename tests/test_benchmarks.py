@@ -176,3 +176,12 @@ def test_tiny_benchmark_on_cuda_in_bf16(tmp_path):
     assert "cuda bfloat16" in reports[1]["summary"]["targets"]
     assert all(reports[1]["sdpa_backend"][impl] for impl in (pr.FUSED_CAUSAL, pr.BARE_CAUSAL))
     assert all("cuda_peak_bytes" in m for m in reports[1]["memory"])
+
+
+def test_bench_text_times_both_canvases(capsys):
+    from benchmarks import bench_text
+
+    assert bench_text.main(["3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == ["plain", "glyph"]
+    assert all("50 labels: first" in line and "then median" in line for line in lines)

@@ -13,7 +13,8 @@ part of its output. Two things decide what a control move costs:
   change (matplotlib's whole pipeline: 100-400 ms on a 2-core CPU). An object with
   ``draw(**values) -> Figure`` and ``update(fig, **values)`` (the :class:`LiveFigure` protocol)
   draws one figure once and then changes its artists in place (bar heights, image data, line
-  data, text): a redraw of the same canvas, typically 20-40 ms.
+  data, text): a redraw of the same canvas, typically 10-40 ms, on a canvas that renders each
+  glyph once (:mod:`mha.viz.glyphs`: a label drawn again is copied, not rendered).
 
 Moves are coalesced: the browser's widget manager holds back every change of a control while the
 kernel is busy with the previous one and then sends only the latest, and a change that arrives
@@ -233,13 +234,13 @@ class Painter:
     def _encode(self, fig) -> bytes:
         """One draw on the canvas (a tight crop costs a second draw, 2-3 times the encoding), unless
         the first figure showed that this render draws outside its canvas."""
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from .glyphs import GlyphCanvas
 
         if self.fits_canvas is False:
             return figure_png(fig, colors=None)
         fig.patch.set_facecolor("white")
         fig.patch.set_alpha(1.0)
-        FigureCanvasAgg(fig)
+        GlyphCanvas(fig)
         fig.canvas.draw()
         if self.fits_canvas is None:
             inside = fig.get_tightbbox(fig.canvas.get_renderer())
@@ -254,12 +255,13 @@ class Painter:
     def _adopt(self, fig):
         """``(fig, moving, background)``: ``fig`` kept as a persistent figure, opaque white like the
         book's frames, on its own Agg canvas (closing it in pyplot, which ``capture`` did, leaves it
-        a bare one), its background drawn once when it names its artists."""
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        a bare one) that renders each glyph once (:mod:`mha.viz.glyphs`), its background
+        drawn once when it names its artists."""
+        from .glyphs import GlyphCanvas
 
         fig.patch.set_facecolor("white")
         fig.patch.set_alpha(1.0)
-        FigureCanvasAgg(fig)
+        GlyphCanvas(fig)
         artists = getattr(self.render, "artists", None)
         moving = artists(fig) if callable(artists) else None
         background = None
