@@ -175,8 +175,16 @@ RELATION_KINDS = ("subject", "object", "coreference", "modifier", "cause", "prev
 # --------------------------------------------------------------------------------------------
 
 
-def _check_pair(report, part, mine, expected, slips) -> None:
-    """Mark ``part`` right, or wrong with the hint of the first slip that matches."""
+def _check_output(report, part, value, expected, slips) -> None:
+    """Mark the output ``part`` (2 numbers, or None when not given) right, or wrong with the hint
+    of the first slip ``(wrong value, hint)`` that matches."""
+    if value is None:
+        report.skipped(part)
+        return
+    mine, problem = read_numbers(part, value, (2,))
+    if problem:
+        report.wrong(part, problem, "give two numbers: the 'cat' feature, then the 'mouse' feature")
+        return
     if close(mine, expected, 1e-3):
         report.right(part)
         return
@@ -211,19 +219,12 @@ def check_split(split, output=None, output_swapped=None, distance=None) -> Verdi
         ("output", output, r["output"], r["output_swapped"]),
         ("output_swapped", output_swapped, r["output_swapped"], r["output"]),
     ):
-        if value is None:
-            report.skipped(part)
-            continue
-        mine, problem = read_numbers(part, value, (2,))
-        if problem:
-            report.wrong(part, problem, "give two numbers: the 'cat' feature, then the 'mouse' feature")
-            continue
         slips = [
             (other, "that is the other sentence's vector: s is the weight on the *first* word, whichever noun it is"),
             (torch.tensor([0.5, 0.5]), "0.5 / 0.5 is the even split; here the first word gets s"),
             (torch.tensor([s, s]), "each noun's value is one-hot: the 'cat' feature gets cat's weight only"),
         ]
-        _check_pair(report, part, mine, expected, slips)
+        _check_output(report, part, value, expected, slips)
     if distance is None:
         report.skipped("distance")
     else:
@@ -277,13 +278,6 @@ def check_content_only(prefer_cat, output=None, output_swapped=None) -> Verdict:
         ("output", output, positional["output"]),
         ("output_swapped", output_swapped, positional["output_swapped"]),
     ):
-        if value is None:
-            report.skipped(part)
-            continue
-        mine, problem = read_numbers(part, value, (2,))
-        if problem:
-            report.wrong(part, problem, "give two numbers: the 'cat' feature, then the 'mouse' feature")
-            continue
         slips = [
             (
                 by_position,
@@ -291,5 +285,5 @@ def check_content_only(prefer_cat, output=None, output_swapped=None) -> Verdict:
             ),
             (torch.tensor([1 - p, p]), "the weight p is on cat, so the 'cat' feature gets p"),
         ]
-        _check_pair(report, part, mine, expected, slips)
+        _check_output(report, part, value, expected, slips)
     return report.done()
