@@ -110,13 +110,17 @@ def content_only(prefer_cat: float, words=SENTENCE):
     return scaled_dot_product_attention(queries, keys, values, mask, scale=1.0)  # (T, 2), (T, T)
 
 
-def permutation_gap(seed: int = 0, *, positions: bool = False, seq_len: int = 5, d_model: int = 8) -> float:
+def permutation_gap(
+    seed: int = 0, *, positions: bool = False, causal: bool = False, seq_len: int = 5, d_model: int = 8
+) -> float:
     """Largest difference between ``attention(P x)`` and ``P attention(x)`` for a random permutation P.
 
     One head with random W_Q, W_K, W_V (float64, drawn from ``seed``) on random tokens ``x``
-    (T, D), no mask. Without positional information the gap is at rounding level (about 1e-16):
-    self-attention is permutation-equivariant. With ``positions=True`` a fixed position vector is
-    added to each *slot* before attention (as an embedding layer does), and the gap is of order 1.
+    (T, D). Without positional information and without a mask the gap is at rounding level (about
+    1e-16): self-attention is permutation-equivariant. With ``positions=True`` a fixed position
+    vector is added to each *slot* before attention (as an embedding layer does), and the gap is of
+    order 1. So it is with ``causal=True``: the causal mask lets each slot see the slots before it,
+    which is positional information too.
     """
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(seq_len, d_model, generator=gen, dtype=torch.float64)  # (T, D)
@@ -132,7 +136,7 @@ def permutation_gap(seed: int = 0, *, positions: bool = False, seq_len: int = 5,
 
     def attend(tokens):
         h = tokens + pos  # (T, D): the position vector belongs to the slot, not to the token
-        out, _ = scaled_dot_product_attention(h @ w_q, h @ w_k, h @ w_v)  # (T, D)
+        out, _ = scaled_dot_product_attention(h @ w_q, h @ w_k, h @ w_v, is_causal=causal)  # (T, D)
         return out
 
     return (attend(x[perm]) - attend(x)[perm]).abs().max().item()
