@@ -214,6 +214,9 @@ def test_every_page_is_in_the_toc_in_order():
     assert files[:3] == ["book/intro", "book/notation", "book/how_to_use"], files[:3]
     assert files[-2:] == ["book/glossary", "book/references"], files[-2:]
     chapters = [Path(f).name for f in files[3:-2]]
+    # the learner's own chapter follows the worked example it builds on
+    assert chapters[chapters.index("03_worked_example") + 1] == "build_it_yourself", chapters
+    chapters.remove("build_it_yourself")
     assert all(CHAPTER.match(name) for name in chapters), chapters
     assert chapters == sorted(chapters), f"chapters out of number order: {chapters}"
 
@@ -245,6 +248,7 @@ LITERAL_ASSERT_CHAPTERS = [
     "05_merging_heads",
     "06_making_it_fast",
     "07_pretrained_heads",
+    "build_it_yourself",
     "how_to_use",
 ]
 #: Calls that give a constant when every argument is one: builtins and everything in ``math``.

@@ -1,0 +1,413 @@
+"""The build-it-yourself chapter: checkers for the learner's own attention, mask, head split and module.
+
+Each checker runs the learner's code on inputs made to expose the usual slips (shapes that are all
+different, T != S != Dh != Dv, so a missing transpose cannot pass by luck; several batch and head counts;
+a mask that blocks something in every row but never a whole row; scores large enough that the scale
+matters), compares it in float64 with a reference that PyTorch computes
+(``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``), and returns a
+:class:`~mha.chapters.answers.Verdict`. When the result is wrong it recomputes the reference with each
+usual slip built in and names the one that matches. It never raises, whatever the learner's code does.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .answers import Verdict, malformed, right, wrong
+
+# ------------------------------------------------------------------------------------------------
+# Running the learner's code without letting it raise
+# ------------------------------------------------------------------------------------------------
+
+
+def _run(fn, *args, **kwargs):
+    """``(result, None)`` or ``(None, what went wrong)``: the learner's exception becomes a sentence."""
+    try:
+        return fn(*args, **kwargs), None
+    except NotImplementedError:
+        return None, "it raised NotImplementedError: replace the `raise` line with your code"
+    except Exception as error:  # the learner's code: report it, never propagate it
+        return None, f"it raised {type(error).__name__}: {error}"
+
+
+def _read_tensor(name: str, value, shape: tuple, *, allow_nan: bool = False) -> tuple[torch.Tensor | None, str | None]:
+    """``value`` as a float64 CPU tensor of ``shape``, or ``(None, what is wrong with it)``; NaN and
+    infinity are refused unless ``allow_nan`` (a slip can be named first, then the NaN reported)."""
+    if not isinstance(value, torch.Tensor):
+        return None, f"{name} must be a tensor, found {type(value).__name__}"
+    if not (value.is_floating_point() or value.dtype == torch.bool):
+        return None, f"{name} must be a float tensor, found dtype {value.dtype}"
+    if tuple(value.shape) != tuple(shape):
+        return None, f"{name} must have shape {tuple(shape)}, found {tuple(value.shape)}"
+    value = value.detach().cpu().to(torch.float64)
+    if not allow_nan and not torch.isfinite(value).all():
+        return None, f"{name} holds NaN or infinity"
+    return value, None
+
+
+def _pair(result, where: str):
+    """The learner's ``(output, weights)``, or a problem."""
+    if not isinstance(result, (tuple, list)) or len(result) != 2:
+        found = f"a {type(result).__name__}" + (
+            f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
+        )
+        return None, f"{where}: return a pair (output, weights), found {found}"
+    return result, None
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and torch.allclose(a, b, rtol=1e-6, atol=1e-8, equal_nan=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# Step 1: scaled dot-product attention
+# ------------------------------------------------------------------------------------------------
+
+ATTENTION_SLIPS = {
+    "no_scale": "the scores are not scaled: divide q kᵀ by √Dh (Dh = q.shape[-1]) before the softmax",
+    "scale_by_d": "the scores are divided by Dh: the scale is 1/√Dh, so that q·k has variance about 1",
+    "wrong_axis": "the softmax runs over the queries: use dim=-1, so that each query's weights over the keys sum to 1",
+    "mask_inverted": "the mask is inverted: True means *may attend*, so block where the mask is False",
+    "mask_ignored": "the mask is not applied: set the scores of blocked keys (mask False) to -inf before the softmax",
+}
+
+
+def _attention(q, k, v, mask=None, slip: str | None = None):
+    """softmax(q kᵀ/√Dh + mask) v with one slip built in. Shapes: q (..., T, Dh), k (..., S, Dh), v (..., S, Dv)."""
+    scale = {"no_scale": 1.0, "scale_by_d": 1.0 / q.shape[-1]}.get(slip, q.shape[-1] ** -0.5)
+    scores = q @ k.transpose(-2, -1) * scale  # (..., T, S)
+    if mask is not None and slip != "mask_ignored":
+        blocked = mask if slip == "mask_inverted" else ~mask
+        scores = scores.masked_fill(blocked, float("-inf"))
+    weights = scores.softmax(dim=-2 if slip == "wrong_axis" else -1)  # (..., T, S)
+    return weights @ v, weights  # (..., T, Dv), (..., T, S)
+
+
+def _attention_cases():
+    """``(where, q, k, v, mask)``: batch and head axes of several sizes, T, S, Dh, Dv all different."""
+    gen = torch.Generator().manual_seed(0)
+    cases = []
+    for lead, t, s, dh, dv, masked in [
+        ((2, 3), 4, 6, 5, 7, False),
+        ((2, 3), 4, 6, 5, 7, True),
+        ((5,), 3, 2, 8, 3, True),
+    ]:
+        q, k = (torch.randn(*lead, n, dh, generator=gen, dtype=torch.float64) * 2 for n in (t, s))
+        v = torch.randn(*lead, s, dv, generator=gen, dtype=torch.float64)
+        mask = None
+        if masked:  # each row blocks something and keeps something
+            mask = torch.rand(t, s, generator=gen) < 0.5
+            mask[torch.arange(t), torch.arange(t) % s] = True
+            mask[torch.arange(t), (torch.arange(t) + 1) % s] = False
+        shape = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+        cases.append((shape + (f", mask {tuple(mask.shape)}" if masked else ", no mask"), q, k, v, mask))
+    return cases
+
+
+def check_attention(fn) -> Verdict:
+    """Step 1: ``fn(q, k, v, mask=None)`` returns ``(output, weights)``; mask boolean, True = may attend.
+
+    Shapes:
+        q (..., T, Dh), k (..., S, Dh), v (..., S, Dv), mask broadcastable to (..., T, S)
+        -> output (..., T, Dv), weights (..., T, S).
+    """
+    title = "scaled_dot_product_attention"
+    if not callable(fn):
+        return malformed(title, f"give your function, found {type(fn).__name__}")
+    for where, q, k, v, mask in _attention_cases():
+        result, problem = _run(fn, q.clone(), k.clone(), v.clone(), mask=None if mask is None else mask.clone())
+        result, problem = (None, f"for {where}, {problem}") if problem else _pair(result, f"for {where}")
+        if problem:
+            return malformed(title, problem)
+        expected_out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # PyTorch's, True = may attend
+        expected_w = _attention(q, k, v, mask)[1]
+        weights, problem = _read_tensor("weights", result[1], expected_w.shape, allow_nan=True)
+        if (
+            problem
+            and isinstance(result[1], torch.Tensor)
+            and tuple(result[1].shape)
+            == expected_w.shape[:-2]
+            + (
+                expected_w.shape[-1],
+                expected_w.shape[-2],
+            )
+        ):
+            problem += ": the scores are (T, S), q @ k.transpose(-2, -1), one row per query"
+        if problem:
+            return wrong(title, "weights", f"for {where}: {problem}")
+        if not _close(weights, expected_w):
+            slips = [s for s in ATTENTION_SLIPS if (mask is not None or "mask" not in s)]
+            named = next((s for s in slips if _close(weights, _attention(q, k, v, mask, s)[1])), None)
+            hint = (
+                ATTENTION_SLIPS[named] if named else "compare each step with the equation: scores, scale, mask, softmax"
+            )
+            if not named and not torch.isfinite(weights).all():
+                hint = "the weights hold NaN or infinity: is a whole row blocked, or -inf added outside the mask?"
+            return wrong(title, "weights", f"for {where}: {hint}")
+        output, problem = _read_tensor("output", result[0], expected_out.shape)
+        if problem or not _close(output, expected_out):
+            return wrong(
+                title, "output", f"for {where}: {problem or 'the weights are right; the output is weights @ v'}"
+            )
+        if result[0].dtype != q.dtype:
+            return wrong(title, "dtype", f"for {where}: the output is {result[0].dtype}, the inputs {q.dtype}: keep it")
+    return right(title, "correct: equal to F.scaled_dot_product_attention on every shape and mask tried")
+
+
+# ------------------------------------------------------------------------------------------------
+# Step 2: the causal mask
+# ------------------------------------------------------------------------------------------------
+
+
+def check_causal_mask(fn) -> Verdict:
+    """Step 2: ``fn(T)`` returns the boolean (T, T) causal mask, True = may attend (key j <= query i)."""
+    title = "causal_mask"
+    if not callable(fn):
+        return malformed(title, f"give your function, found {type(fn).__name__}")
+    for seq_len in (4, 7, 1):
+        expected = torch.ones(seq_len, seq_len, dtype=torch.bool).tril()  # (T, T)
+        mask, problem = _run(fn, seq_len)
+        if problem:
+            return malformed(title, f"for T = {seq_len}, {problem}")
+        if not isinstance(mask, torch.Tensor):
+            return malformed(title, f"for T = {seq_len}, your function returned {type(mask).__name__}, not a tensor")
+        if tuple(mask.shape) != (seq_len, seq_len):
+            return wrong(
+                title, "shape", f"for T = {seq_len}: expected ({seq_len}, {seq_len}), found {tuple(mask.shape)}"
+            )
+        if mask.dtype != torch.bool:
+            hint = "return a boolean mask (dtype torch.bool), True = may attend"
+            if mask.is_floating_point() and bool((mask == float("-inf")).any()):
+                hint += ": an additive float mask (0 and -inf) is the other convention"
+            return wrong(title, "dtype", f"for T = {seq_len}: found {mask.dtype}; {hint}")
+        mask = mask.detach().cpu()
+        if torch.equal(mask, expected):
+            continue
+        slips = [
+            (~expected, "True must mean *may attend*: that is the blocked mask (nn.MultiheadAttention's attn_mask)"),
+            (expected.tril(-1), "a token may attend to itself: keep the diagonal (tril, not tril(-1))"),
+            (expected.T, "row i is query i, which may see keys j <= i: that is the transpose (use tril)"),
+        ]
+        hint = next((h for m, h in slips if torch.equal(mask, m)), "query i may attend key j exactly when j <= i")
+        return wrong(title, "values", f"for T = {seq_len}: {hint}")
+    return right(title, "correct: True on and below the diagonal for every T tried")
+
+
+# ------------------------------------------------------------------------------------------------
+# Step 3: split and merge the heads
+# ------------------------------------------------------------------------------------------------
+
+SPLIT_SLIPS = {
+    "no_transpose": "tokens are mixed: a reshape straight to (B, H, T, Dh) cuts across tokens; "
+    "view as (B, T, H, Dh), then transpose(1, 2)",
+    "interleaved": "features of different heads are mixed: head i holds features i·Dh … (i+1)·Dh − 1, "
+    "so view as (B, T, H, Dh), not (B, T, Dh, H)",
+}
+
+
+def _split(x, num_heads, slip=None):
+    b, t, d = x.shape
+    if slip == "no_transpose":
+        return x.reshape(b, num_heads, t, d // num_heads)
+    if slip == "interleaved":
+        return x.view(b, t, d // num_heads, num_heads).permute(0, 3, 1, 2)
+    return x.view(b, t, num_heads, d // num_heads).transpose(1, 2)  # (B, H, T, Dh)
+
+
+def check_split_merge(split_heads, merge_heads) -> Verdict:
+    """Step 3: ``split_heads(x, num_heads)``: (B, T, D) -> (B, H, T, Dh), head i holding features
+    i·Dh … (i+1)·Dh − 1 (PyTorch's layout); ``merge_heads``: its inverse, (B, H, T, Dh) -> (B, T, D)."""
+    title = "split_heads and merge_heads"
+    for name, fn in (("split_heads", split_heads), ("merge_heads", merge_heads)):
+        if not callable(fn):
+            return malformed(title, f"give {name} as a function, found {type(fn).__name__}")
+    gen = torch.Generator().manual_seed(3)
+    for b, t, d, h in [(2, 5, 12, 3), (1, 3, 8, 2), (3, 2, 6, 6), (2, 4, 8, 1)]:
+        x = torch.randn(b, t, d, generator=gen, dtype=torch.float64)  # (B, T, D)
+        where, expected = f"x of shape {(b, t, d)}, num_heads = {h}", _split(x, h)
+        heads, problem = _run(split_heads, x.clone(), h)
+        if problem:
+            return malformed(title, f"split_heads, for {where}: {problem}")
+        got, problem = _read_tensor("split_heads(x)", heads, expected.shape)
+        if problem:
+            if isinstance(heads, torch.Tensor) and tuple(heads.shape) == (b, t, h, d // h):
+                problem += ": move the head axis before the tokens, transpose(1, 2)"
+            return wrong(title, "split_heads", f"for {where}: {problem}")
+        if not torch.equal(got, expected):
+            named = next((s for s in SPLIT_SLIPS if torch.equal(got, _split(x, h, s))), None)
+            hint = SPLIT_SLIPS[named] if named else "head i must hold features i·Dh … (i+1)·Dh − 1 of every token"
+            return wrong(title, "split_heads", f"for {where}: {hint}")
+        merged, problem = _run(merge_heads, expected.clone())
+        if problem:
+            return malformed(title, f"merge_heads, for {where}: {problem}")
+        back, problem = _read_tensor("merge_heads(heads)", merged, x.shape)
+        if problem:
+            if isinstance(merged, torch.Tensor) and tuple(merged.shape) == (b, h * t, d // h):
+                problem += ": that stacks the heads vertically; concatenate them along the features"
+            return wrong(title, "merge_heads", f"for {where}: {problem}")
+        if not torch.equal(back, x):
+            hint = "merge_heads(split_heads(x)) must give x back"
+            if h > 1 and t > 1 and torch.equal(back, expected.reshape(b, t, d)):
+                hint = "tokens are mixed: transpose(1, 2) back to (B, T, H, Dh) before the reshape to (B, T, D)"
+            return wrong(title, "merge_heads", f"for {where}: {hint}")
+    return right(title, "correct: PyTorch's head layout, and merge_heads(split_heads(x)) == x for every shape tried")
+
+
+# ------------------------------------------------------------------------------------------------
+# Step 4: the module
+# ------------------------------------------------------------------------------------------------
+
+PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj")
+MHA_SLIPS = {
+    "no_out_proj": "out_proj is not applied: the concatenated heads go through out_proj last",
+    "kv_from_query": "keys and values come from the query: k_proj reads key and v_proj reads value "
+    "(in cross-attention they are another sequence)",
+    **SPLIT_SLIPS,
+    **{s: h for s, h in ATTENTION_SLIPS.items() if s != "wrong_axis"},
+    "wrong_axis": ATTENTION_SLIPS["wrong_axis"],
+}
+
+
+def _mha(params: dict, query, key, value, mask=None, slip: str | None = None):
+    """Multi-head attention from ``params`` (``q_proj.weight``, ...), with one slip built in.
+
+    Shapes: query (B, T, D), key and value (B, S, D), mask (T, S) -> (B, T, D), weights (B, H, T, S).
+    """
+    batch_size, seq_len, d_model = query.shape
+    num_heads = params["num_heads"]
+    if slip == "kv_from_query":
+        key = value = query
+    split_slip = slip if slip in SPLIT_SLIPS else None
+    q, k, v = (
+        _split(F.linear(x, params[f"{n}.weight"], params[f"{n}.bias"]), num_heads, split_slip)  # (B, H, *, Dh)
+        for x, n in ((query, "q_proj"), (key, "k_proj"), (value, "v_proj"))
+    )
+    out, weights = _attention(q, k, v, mask, slip if slip in ATTENTION_SLIPS else None)  # (B, H, T, Dh)
+    if split_slip == "no_transpose":  # the same slip on the way back
+        merged = out.reshape(batch_size, seq_len, d_model)
+    elif split_slip == "interleaved":
+        merged = out.permute(0, 2, 3, 1).reshape(batch_size, seq_len, d_model)
+    else:
+        merged = out.transpose(1, 2).reshape(batch_size, seq_len, d_model)  # (B, T, D)
+    if slip != "no_out_proj":
+        merged = F.linear(merged, params["out_proj.weight"], params["out_proj.bias"])
+    return merged, weights
+
+
+def reference_module(d_model: int = 12, num_heads: int = 3, seed: int = 0) -> nn.MultiheadAttention:
+    """A seeded float64 ``nn.MultiheadAttention`` (batch first, biases random), the global RNG untouched."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        ref = nn.MultiheadAttention(d_model, num_heads, batch_first=True, dtype=torch.float64)
+        nn.init.normal_(ref.in_proj_bias, std=0.5)
+        nn.init.normal_(ref.out_proj.bias, std=0.5)
+    return ref.eval()
+
+
+def _params(ref: nn.MultiheadAttention) -> dict:
+    """The reference's weights under the learner's names."""
+    q_w, k_w, v_w = ref.in_proj_weight.detach().chunk(3)
+    q_b, k_b, v_b = ref.in_proj_bias.detach().chunk(3)
+    out = ref.out_proj
+    return {
+        "num_heads": ref.num_heads,
+        **{"q_proj.weight": q_w, "k_proj.weight": k_w, "v_proj.weight": v_w},
+        **{"q_proj.bias": q_b, "k_proj.bias": k_b, "v_proj.bias": v_b},
+        **{"out_proj.weight": out.weight.detach(), "out_proj.bias": out.bias.detach()},
+    }
+
+
+def _build_module(cls, params: dict, d_model: int):
+    """The learner's module with the reference's weights, float64, eval mode; or a problem (and the part)."""
+    module, problem = _run(cls, d_model, params["num_heads"])
+    if problem:
+        return None, (
+            "module",
+            f"{cls.__name__ if hasattr(cls, '__name__') else cls}({d_model}, {params['num_heads']}): {problem}",
+        )
+    if not isinstance(module, nn.Module):
+        return None, ("module", f"the class must build an nn.Module, found {type(module).__name__}")
+    for name in PROJECTIONS:
+        layer = getattr(module, name, None)
+        if not isinstance(layer, nn.Linear) or (layer.in_features, layer.out_features) != (d_model, d_model):
+            found = type(layer).__name__ if layer is not None else "nothing"
+            hint = "out_proj is forgotten: " if name == "out_proj" and layer is None else ""
+            return None, (name, f"{hint}self.{name} must be nn.Linear(d_model, d_model), found {found}")
+        if layer.bias is None:
+            return None, (name, f"self.{name} needs its bias (bias=True), as in nn.MultiheadAttention")
+    try:
+        module = module.to(torch.float64).eval()
+        with torch.no_grad():
+            for name in PROJECTIONS:
+                getattr(module, name).weight.copy_(params[f"{name}.weight"])
+                getattr(module, name).bias.copy_(params[f"{name}.bias"])
+    except Exception as error:  # the learner's module: report it
+        return None, ("module", f"copying nn.MultiheadAttention's weights in failed: {type(error).__name__}: {error}")
+    return module, None
+
+
+def check_multi_head_attention(cls) -> Verdict:
+    """Step 4: ``cls(d_model, num_heads)``, an ``nn.Module`` with ``q_proj``, ``k_proj``, ``v_proj``,
+    ``out_proj`` (each ``nn.Linear(d_model, d_model)``, with bias) and ``forward(query, key, value,
+    mask=None)``, batch first, mask True = may attend, returning ``(output, weights)``.
+
+    The checker copies a seeded ``nn.MultiheadAttention``'s weights in and compares, in float64:
+    self-attention, cross-attention (S != T) and a causal mask.
+
+    Shapes:
+        query (B, T, D), key and value (B, S, D), mask (T, S) -> output (B, T, D), weights (B, H, T, S).
+    """
+    title = "MultiHeadAttention"
+    if not callable(cls):
+        return malformed(title, f"give your class, found {type(cls).__name__}")
+    ref = reference_module()
+    params, d_model = _params(ref), ref.embed_dim
+    module, problem = _build_module(cls, params, d_model)
+    if problem:
+        return wrong(title, problem[0], problem[1])
+    gen = torch.Generator().manual_seed(4)
+    for where, b, t, s, causal in [
+        ("self-attention", 2, 5, 5, False),
+        ("cross-attention", 2, 4, 6, False),
+        ("self-attention with a causal mask", 3, 5, 5, True),
+    ]:
+        query = torch.randn(b, t, d_model, generator=gen, dtype=torch.float64)
+        key = (
+            query
+            if s == t and not where.startswith("cross")
+            else torch.randn(b, s, d_model, generator=gen, dtype=torch.float64)
+        )
+        mask = torch.ones(t, s, dtype=torch.bool).tril() if causal else None
+        where = f"{where} (B = {b}, T = {t}, S = {s})"
+        with torch.no_grad():
+            expected, expected_w = ref(
+                query, key, key, attn_mask=None if mask is None else ~mask, average_attn_weights=False
+            )  # nn.MultiheadAttention: True = blocked
+            result, problem = _run(module, query.clone(), key.clone(), key.clone(), mask=mask)
+        result, problem = (None, f"for {where}, {problem}") if problem else _pair(result, f"for {where}")
+        if problem:
+            return malformed(title, problem)
+        weights, problem = _read_tensor("weights", result[1], expected_w.shape, allow_nan=True)
+        found = tuple(result[1].shape) if isinstance(result[1], torch.Tensor) else None
+        if problem and found == (b, t, s):
+            problem += ": the weights are averaged over the heads; return each head's, (B, H, T, S)"
+        elif problem and s != t and found == (b, ref.num_heads, t, t):
+            problem += f": {MHA_SLIPS['kv_from_query']}"
+        output, out_problem = _read_tensor("output", result[0], expected.shape, allow_nan=True)
+        if problem or out_problem:
+            return wrong(title, "weights" if problem else "output", f"for {where}: {problem or out_problem}")
+        if _close(output, expected) and _close(weights, expected_w):
+            continue
+        slips = [x for x in MHA_SLIPS if ("mask" not in x or causal) and (x != "kv_from_query" or s != t)]
+        named = next((x for x in slips if _close(output, _mha(params, query, key, key, mask, x)[0])), None)
+        if named:
+            return wrong(title, "output", f"for {where}: {MHA_SLIPS[named]}")
+        if _close(output, expected):
+            return wrong(title, "weights", f"for {where}: the output is right, the weights returned are not")
+        hint = "check each step against chapter 2: project, split, attend, merge, out_proj"
+        if not torch.isfinite(output).all():
+            hint = "the output holds NaN or infinity: is a whole row blocked, or -inf added outside the mask?"
+        return wrong(title, "output", f"for {where}: {hint}")
+    return right(title, "correct: equal to nn.MultiheadAttention for self-attention, cross-attention and a causal mask")

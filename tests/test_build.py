@@ -1,0 +1,245 @@
+"""The build-it-yourself checkers: a right solution passes, each usual slip is named, nothing raises."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from mha.chapters import build
+
+# ---------------------------------------------------------------- step 1: attention
+
+
+def attention(q, k, v, mask=None, *, scale=None, axis=-1, invert=False, use_mask=True):
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale is None else scale)
+    if mask is not None and use_mask:
+        scores = scores.masked_fill(mask if invert else ~mask, float("-inf"))
+    weights = scores.softmax(dim=axis)
+    return weights @ v, weights
+
+
+def test_attention_right():
+    verdict = build.check_attention(attention)
+    assert verdict.ok, verdict
+    assert "F.scaled_dot_product_attention" in repr(verdict)
+
+
+@pytest.mark.parametrize(
+    "slip, words",
+    [
+        (lambda q, k, v, mask=None: attention(q, k, v, mask, scale=1.0), "not scaled"),
+        (lambda q, k, v, mask=None: attention(q, k, v, mask, scale=q.shape[-1]), "divided by Dh"),
+        (lambda q, k, v, mask=None: attention(q, k, v, mask, axis=-2), "over the queries"),
+        (lambda q, k, v, mask=None: attention(q, k, v, mask, invert=True), "mask is inverted"),
+        (lambda q, k, v, mask=None: attention(q, k, v, mask, use_mask=False), "mask is not applied"),
+        (lambda q, k, v, mask=None: (attention(q, k, v, mask)[1] @ k, attention(q, k, v, mask)[1]), "output"),
+        (lambda q, k, v, mask=None: attention(q, k, v, mask)[0], "pair"),
+        (
+            lambda q, k, v, mask=None: (attention(q, k, v, mask)[0], attention(q, k, v, mask)[1].transpose(-2, -1)),
+            "(T, S)",
+        ),
+        (lambda q, k, v, mask=None: tuple(t.float() for t in attention(q, k, v, mask)), "dtype"),
+    ],
+)
+def test_attention_slips(slip, words):
+    verdict = build.check_attention(slip)
+    assert not verdict.ok and words in repr(verdict), verdict
+
+
+def test_attention_never_raises():
+    def raises(q, k, v, mask=None):
+        raise RuntimeError("shapes do not match")
+
+    def nan(q, k, v, mask=None):
+        out, w = attention(q, k, v, mask)
+        return out * float("nan"), w
+
+    def stub(q, k, v, mask=None):
+        raise NotImplementedError("your code here")
+
+    for fn, words in [
+        (raises, "RuntimeError: shapes do not match"),
+        (nan, "NaN"),
+        (stub, "NotImplementedError"),
+        (lambda q, k, v, mask=None: (1, 2), "must be a tensor"),
+        (lambda q, k, v, mask=None: None, "pair"),
+        (lambda q, k, v, mask=None: (attention(q, k, v, mask)[0].long(), attention(q, k, v, mask)[1]), "float"),
+        ("not a function", "give your function"),
+    ]:
+        verdict = build.check_attention(fn)
+        assert not verdict.ok and words in repr(verdict), (words, verdict)
+
+
+def test_attention_reference_is_pytorchs():
+    for _, q, k, v, mask in build._attention_cases():
+        out, weights = build._attention(q, k, v, mask)
+        assert torch.allclose(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+        assert torch.allclose(weights.sum(dim=-1), torch.ones(weights.shape[:-1], dtype=torch.float64))
+        if mask is not None:  # every row blocks something and keeps something
+            assert bool(mask.any(dim=-1).all()) and not bool(mask.all(dim=-1).any())
+
+
+# ---------------------------------------------------------------- step 2: causal mask
+
+
+def test_causal_mask():
+    assert build.check_causal_mask(lambda t: torch.ones(t, t, dtype=torch.bool).tril()).ok
+    slips = [
+        (lambda t: torch.ones(t, t, dtype=torch.bool).triu(1), "blocked mask"),
+        (lambda t: torch.ones(t, t, dtype=torch.bool).tril(-1), "keep the diagonal"),
+        (lambda t: torch.ones(t, t, dtype=torch.bool).triu(), "transpose"),
+        (lambda t: torch.ones(t, t).tril(), "torch.bool"),
+        (lambda t: torch.full((t, t), float("-inf")).triu(1), "additive float mask"),
+        (lambda t: torch.ones(t, t + 1, dtype=torch.bool), "shape"),
+        (lambda t: [[True]], "not a tensor"),
+        (lambda t: 1 / 0, "ZeroDivisionError"),
+    ]
+    for fn, words in slips:
+        verdict = build.check_causal_mask(fn)
+        assert not verdict.ok and words in repr(verdict), (words, verdict)
+
+
+# ---------------------------------------------------------------- step 3: split and merge
+
+
+def split(x, num_heads):
+    b, t, d = x.shape
+    return x.view(b, t, num_heads, d // num_heads).transpose(1, 2)
+
+
+def merge(x):
+    b, h, t, dh = x.shape
+    return x.transpose(1, 2).reshape(b, t, h * dh)
+
+
+def test_split_merge():
+    assert build.check_split_merge(split, merge).ok
+    slips = [
+        (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], -1), merge, "tokens are mixed"),
+        (lambda x, h: x.view(*x.shape[:2], -1, h).permute(0, 3, 1, 2), merge, "features of different heads"),
+        (lambda x, h: x.view(*x.shape[:2], h, -1), merge, "transpose(1, 2)"),
+        (split, lambda x: x.reshape(x.shape[0], x.shape[2], -1), "transpose(1, 2) back"),
+        (split, lambda x: x.reshape(x.shape[0], -1, x.shape[-1]), "vertically"),
+        (split, lambda x: x.flip(1).transpose(1, 2).reshape(x.shape[0], x.shape[2], -1), "give x back"),
+        (split, lambda x: 1 / 0, "ZeroDivisionError"),
+        (lambda x, h: None, merge, "must be a tensor"),
+        (split, "merge", "give merge_heads"),
+    ]
+    for s, m, words in slips:
+        verdict = build.check_split_merge(s, m)
+        assert not verdict.ok and words in repr(verdict), (words, verdict)
+
+
+# ---------------------------------------------------------------- step 4: the module
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model, num_heads, slip=None):
+        super().__init__()
+        self.num_heads, self.slip = num_heads, slip
+        self.q_proj, self.k_proj, self.v_proj = (nn.Linear(d_model, d_model) for _ in range(3))
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def forward(self, query, key, value, mask=None):
+        if self.slip == "kv_from_query":
+            key = value = query
+        q, k, v = (
+            split(p(x), self.num_heads) for p, x in ((self.q_proj, query), (self.k_proj, key), (self.v_proj, value))
+        )
+        out, weights = attention(
+            q,
+            k,
+            v,
+            mask,
+            scale=1.0 if self.slip == "no_scale" else None,
+            invert=self.slip == "mask_inverted",
+        )
+        merged = merge(out)
+        if self.slip == "average":
+            weights = weights.mean(dim=1)
+        return (merged if self.slip == "no_out_proj" else self.out_proj(merged)), weights
+
+
+def with_slip(slip):
+    return lambda d_model, num_heads: MultiHeadAttention(d_model, num_heads, slip)
+
+
+def test_multi_head_attention_right():
+    verdict = build.check_multi_head_attention(MultiHeadAttention)
+    assert verdict.ok, verdict
+
+
+@pytest.mark.parametrize(
+    "slip, words",
+    [
+        ("no_out_proj", "out_proj is not applied"),
+        ("kv_from_query", "keys and values come from the query"),
+        ("no_scale", "not scaled"),
+        ("mask_inverted", "mask is inverted"),
+        ("average", "averaged over the heads"),
+    ],
+)
+def test_multi_head_attention_slips(slip, words):
+    verdict = build.check_multi_head_attention(with_slip(slip))
+    assert not verdict.ok and words in repr(verdict), verdict
+
+
+def test_multi_head_attention_structure_and_errors():
+    class NoOut(nn.Module):
+        def __init__(self, d_model, num_heads):
+            super().__init__()
+            self.q_proj, self.k_proj, self.v_proj = (nn.Linear(d_model, d_model) for _ in range(3))
+
+    class NoBias(MultiHeadAttention):
+        def __init__(self, d_model, num_heads):
+            super().__init__(d_model, num_heads)
+            self.k_proj = nn.Linear(d_model, d_model, bias=False)
+
+    class Raises(MultiHeadAttention):
+        def forward(self, query, key, value, mask=None):
+            raise NotImplementedError("your code here")
+
+    class Nan(MultiHeadAttention):
+        def forward(self, query, key, value, mask=None):
+            out, weights = super().forward(query, key, value, mask)
+            return out * float("nan"), weights
+
+    def bad_init(d_model, num_heads):
+        raise TypeError("missing argument")
+
+    cases = [
+        (NoOut, "out_proj is forgotten"),
+        (NoBias, "needs its bias"),
+        (Raises, "NotImplementedError"),
+        (Nan, "NaN"),
+        (bad_init, "TypeError: missing argument"),
+        (lambda d, h: "module", "nn.Module"),
+        (42, "give your class"),
+    ]
+    for cls, words in cases:
+        verdict = build.check_multi_head_attention(cls)
+        assert not verdict.ok and words in repr(verdict), (words, verdict)
+
+
+def test_reference_slips_are_exact_and_distinct():
+    """The slipped references the checker names differ from the right one on every case it runs."""
+    ref = build.reference_module()
+    params = build._params(ref)
+    gen = torch.Generator().manual_seed(0)
+    query, key = (
+        torch.randn(2, 5, 12, generator=gen, dtype=torch.float64),
+        torch.randn(2, 6, 12, generator=gen, dtype=torch.float64),
+    )
+    causal = torch.ones(5, 6, dtype=torch.bool).tril()
+    for slip in [None, *build.MHA_SLIPS]:
+        mask = causal if slip is None or "mask" in slip else None
+        with torch.no_grad():
+            kwargs = {"attn_mask": None if mask is None else ~mask, "average_attn_weights": False}
+            expected, expected_w = ref(query, key, key, **kwargs)
+        out, weights = build._mha(params, query, key, key, mask, slip)
+        if slip is None:
+            assert torch.allclose(out, expected) and torch.allclose(weights, expected_w)
+        else:
+            assert not torch.allclose(out, expected, equal_nan=True), slip
