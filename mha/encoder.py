@@ -1,6 +1,6 @@
 """A Transformer encoder layer built around :class:`mha.MultiHeadAttention`.
 
-Post-norm (the original Transformer, BERT, and the layer of source 000)::
+Post-norm (the original Transformer, BERT, and the layer many tutorials build)::
 
     x = norm1(x + dropout(attn(x)))
     x = norm2(x + dropout(ff(x)))          ff(x) = linear2(dropout(act(linear1(x))))

@@ -171,7 +171,7 @@ def test_concat_is_along_the_feature_axis():
     ex = mha.worked_example()
     assert torch.equal(ex.concat[:, :DK], ex.head_outputs[0])
     assert torch.equal(ex.concat[:, DK:], ex.head_outputs[1])
-    stacked = torch.cat(list(ex.head_outputs), dim=0)  # the source's vertical stack: (10, 4)
+    stacked = torch.cat(list(ex.head_outputs), dim=0)  # the vertical stack some tutorials write: (10, 4)
     assert tuple(stacked.shape) == (2 * T, DK)
     with pytest.raises(RuntimeError):
         stacked @ ex.w_o

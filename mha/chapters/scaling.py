@@ -324,7 +324,7 @@ def check_layer_params(answer, d_model: int = 768, num_heads: int = 12, d_ff: in
     """Exercise 3: the parameters of ``EncoderLayer(d_model, num_heads, d_ff)``, everything included.
 
     Recognises: biases left out, LayerNorms left out or counted once, attention or the
-    feed-forward block alone, the source's ≈737K for the attention.
+    feed-forward block alone, one head's projections plus W_O (≈737K, a count some tutorials give).
     """
     title = f"parameters of EncoderLayer({d_model}, {num_heads}, {d_ff})"
     value, problem = read_number("answer", answer)

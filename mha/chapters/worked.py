@@ -3,7 +3,7 @@
 The example (:func:`worked_example`) is small enough to check with pencil and paper:
 
 * tokens ``the cat saw the dog``; ``d_model = 8``, ``h = 2`` heads, ``d_k = d_model / h = 4``
-  (the source tutorial scales by √4, which is only consistent with ``d_k = 4`` per head);
+  (tutorials that use this example scale by √4, which is only consistent with ``d_k = 4`` per head);
 * each token's vector is its word type (one-hot ``det, noun, verb``) next to its position
   (one-hot ``p1 … p5``), all entries 0 or 1;
 * the weight matrices hold 0, 1, 2 (and -1 in ``W_O``), chosen by hand so that **head 1 looks at
