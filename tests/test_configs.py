@@ -72,8 +72,8 @@ def test_hand_worked_bert_base_numbers_and_the_737k_mistake():
     assert torch_module.out_proj.weight.numel() == 589_824
     assert numel(torch_module) == 2_362_368
     assert numel(mha.SingleHeadAttention(768, bias=True)) == 2_362_368  # one full-width head: the same
-    # Seed 000: one head's W_Q, W_K, W_V (3 x 49,152) plus the whole W_O.
-    assert C.source_single_head_count(768, 12) == 3 * 49_152 + 589_824 == 737_280
+    # the common "≈737K": one head's W_Q, W_K, W_V (3 x 49,152) plus the whole W_O.
+    assert C.tutorial_single_head_count(768, 12) == 3 * 49_152 + 589_824 == 737_280
     one_head = mha.AttentionHead(768, 64, bias=False)
     assert numel(one_head) == 147_456
     assert 12 * numel(one_head) + 589_824 == 2_359_296
@@ -94,10 +94,10 @@ def test_fixed_head_dim_grows_linearly_and_agrees_with_split_heads():
         assert C.params_fixed_head_dim(512, h, 512 // h) == mha.attention_params(512, h)
 
 
-def test_source_gqa_formula_leaves_out_w_o():
+def test_tutorial_gqa_formula_leaves_out_w_o():
     for d_model, h, g in [(768, 12, 1), (768, 12, 4), (8192, 64, 8)]:
         d_k = d_model // h
-        missing = mha.attention_params(d_model, h, g, bias=False) - C.source_kv_params(d_model, h, g)
+        missing = mha.attention_params(d_model, h, g, bias=False) - C.tutorial_kv_params(d_model, h, g)
         assert missing == h * d_k * d_model == d_model**2
     # Llama-2-70B's layer by hand: (2·64 + 2·8)·128·8192
     assert mha.attention_params(8192, 64, 8, bias=False) == 144 * 128 * 8192 == 150_994_944
@@ -176,6 +176,34 @@ def test_splitting_into_heads_does_not_change_flops(d_model, seq_len):
         assert C.count_forward_flops(torch_module, x, x, x, need_weights=True) == formula
 
 
+@pytest.mark.parametrize("seq_len", [5, 24, 32])
+@pytest.mark.parametrize("batch_size", [1, 2])
+def test_scaling_and_softmax_run_over_h_score_matrices(seq_len, batch_size):
+    """The element-wise work FlopCounterMode leaves out grows with h: 6·h·n² per sequence."""
+    x = randn(batch_size, seq_len, 64, seed=4)
+    one_head = C.count_score_elementwise(mha.SingleHeadAttention(64), x)
+    assert one_head == C.score_elementwise_flops(seq_len, 1, batch_size) == 6 * batch_size * seq_len**2
+    for h in (1, 2, 4, 8):
+        expected = C.score_elementwise_flops(seq_len, h, batch_size)
+        assert expected == h * one_head
+        assert C.count_score_elementwise(mha.MultiHeadAttention(64, h).eval(), x) == expected
+        assert C.count_score_elementwise(mha.MultiHeadAttention(64, h).eval(), x, is_causal=True) == expected
+        assert C.count_score_elementwise(mha.LoopedMultiHeadAttention(64, h), x) == expected
+        # ...while the matrix products do not change with h
+        assert C.count_forward_flops(mha.MultiHeadAttention(64, h).eval(), x) == C.count_forward_flops(
+            mha.SingleHeadAttention(64), x
+        )
+
+
+def test_scaling_and_softmax_for_gpt2_small():
+    """The numbers chapter 4 quotes: GPT-2 small at 1,024 tokens, 12 heads against one."""
+    twelve, one = C.score_elementwise_flops(1024, 12), C.score_elementwise_flops(1024, 1)
+    assert twelve == 6 * 12 * 1024**2 == 75_497_472 and one == 6_291_456
+    matrix_products = mha.attention_flops(1024, 768, 12)
+    assert matrix_products == 8_053_063_680
+    assert 0.0085 < (twelve - one) / matrix_products < 0.0087
+
+
 def test_flops_split_and_crossover():
     for d_model, h in [(768, 12), (1024, 16), (1600, 25)]:
         assert C.crossover_seq_len(d_model, h) == 2 * d_model
@@ -217,7 +245,6 @@ def test_block_crossover():
     llama = C.config("Llama-2-7B")  # SwiGLU: three D x F matrices
     assert C.block_flops_split(1, llama)["mlp"] == 3 * 2 * 4096 * 11008
     assert C.block_crossover_seq_len(llama) == 2 * 4096 + 1.5 * 11008
-    assert all(cfg.train_context == 4096 for cfg in C.LLAMA2_CONFIGS)
     assert all(cfg.train_context == cfg.max_positions for cfg in C.CLASSIC_CONFIGS)
 
 
@@ -238,8 +265,8 @@ def test_kv_cache_bytes_during_decoding(dtype, num_heads, num_kv_heads):
                 h, _ = layer.decode_step(h, cache)
             used = sum(c.keys[:, :, : c.length].nbytes + c.values[:, :, : c.length].nbytes for c in caches)
             assert used == mha.kv_cache_bytes(batch_size, t + 1, num_layers, num_kv_heads, head_dim, size)
-    if num_kv_heads == num_heads:  # seed 003's 2·b·d_model·L: elements of one layer
-        elements = C.source_cache_elements(batch_size, steps, d_model)
+    if num_kv_heads == num_heads:  # the common 2·b·d_model·L: elements of one layer
+        elements = C.tutorial_cache_elements(batch_size, steps, d_model)
         assert elements == caches[0].keys.numel() + caches[0].values.numel()
         assert elements * num_layers * size == allocated
 
@@ -257,8 +284,21 @@ def test_kv_cache_table_by_hand():
     assert rows[("Llama-2-70B", 4096, "fp16")] == 5 * C.GIB // 4
     assert rows[("Llama-2-70B", 32768, "fp16")] == 10 * C.GIB
     assert rows[("Llama-2-70B", 4096, "8-bit")] == 640 * 2**20
-    # Seed 003's per-layer elements x layers x bytes for the 7B model at 4k context
-    assert C.source_cache_elements(1, 4096, 4096) * 32 * 2 == rows[("Llama-2-7B", 4096, "fp16")]
+    # the common per-layer elements x layers x bytes for the 7B model at 4k context
+    assert C.tutorial_cache_elements(1, 4096, 4096) * 32 * 2 == rows[("Llama-2-7B", 4096, "fp16")]
+
+
+def test_cache_matches_weights_tokens():
+    """Where the KV cache of a published model takes as many bytes as its weights (any precision)."""
+    for cfg in C.LLAMA2_CONFIGS:
+        tokens = C.cache_matches_weights_tokens(cfg)
+        for size in (1, 2, 4):
+            weights = C.total_params(cfg) * size
+            below, above = int(tokens), int(tokens) + 1
+            assert mha.kv_cache_bytes(1, below, cfg.num_layers, cfg.kv_heads, cfg.head_dim, size) <= weights
+            assert mha.kv_cache_bytes(1, above, cfg.num_layers, cfg.kv_heads, cfg.head_dim, size) > weights
+    assert int(C.cache_matches_weights_tokens(C.config("Llama-2-7B"))) == 25_705
+    assert int(C.cache_matches_weights_tokens(C.config("Llama-2-70B"))) == 421_000
 
 
 def test_max_context_is_the_largest_that_fits():
@@ -296,9 +336,13 @@ def test_calculator():
     assert c["head_dim"] == 128 and c["params_per_layer"] == mha.attention_params(4096, 32, 8, bias=False)
     assert c["params_stack"] == 32 * c["params_per_layer"]
     assert c["cache_bytes"] * 4 == c["cache_bytes_mha"] == 4 * C.GIB
-    assert (
-        c["projection_flops"] + c["attention_flops"] == c["flops_per_layer"] == mha.attention_flops(4096, 4096, 32, 8)
+    assert (  # FLOPs for the whole batch, like the cache
+        c["projection_flops"] + c["attention_flops"]
+        == c["flops_per_layer"]
+        == 2 * mha.attention_flops(4096, 4096, 32, 8)
     )
+    one = C.calculator(4096, 32, 8, 32, 4096, batch_size=1, bytes_per_element=2)
+    assert 2 * one["cache_bytes"] == c["cache_bytes"] and 2 * one["flops_per_layer"] == c["flops_per_layer"]
     assert c["crossover_seq_len"] == 4096 + 8 * 128
 
 
@@ -440,10 +484,10 @@ def test_check_attention_params():
     assert C.check_attention_params(mha.attention_params(768, 12), 768, 12).ok
     assert C.check_attention_params(float(right), 8192, 64, 8, bias=False).ok
     slips = {
-        C.source_kv_params(8192, 64, 8): "W_O is missing",
+        C.tutorial_kv_params(8192, 64, 8): "W_O is missing",
         4 * 8192**2: "that is multi-head attention",
         (3 * 64 + 8) * 128 * 8192: "both W_K and W_V shrink",
-        C.source_single_head_count(8192, 64): "one head's W_Q, W_K, W_V",
+        C.tutorial_single_head_count(8192, 64): "one head's W_Q, W_K, W_V",
         mha.attention_params(8192, 64, 8, bias=True): "no biases to add",
         12345: "add W_Q",
     }

@@ -68,8 +68,9 @@ def params_fixed_head_dim(d_model: int, num_heads: int, head_dim: int, bias: boo
     return 4 * inner * d_model + ((3 * inner + d_model) if bias else 0)
 
 
-def source_single_head_count(d_model: int, num_heads: int) -> int:
-    """Seed 000's "≈737K" for BERT-base: W_Q, W_K, W_V of ONE head plus the full W_O.
+def tutorial_single_head_count(d_model: int, num_heads: int) -> int:
+    """A common count (found in several tutorials), "≈737K" for BERT-base: W_Q, W_K, W_V of ONE
+    head plus the full W_O.
 
     3·D·Dh + D². It is neither one head's share nor the layer's total; kept to show the mistake.
     """
@@ -77,8 +78,9 @@ def source_single_head_count(d_model: int, num_heads: int) -> int:
     return 3 * d_model * head_dim + d_model * d_model
 
 
-def source_kv_params(d_model: int, num_heads: int, num_kv_heads: int) -> int:
-    """Seed 003's table for MQA/GQA: (H + 2G)·Dh·D, which leaves out W_O (H·Dh·D = D²)."""
+def tutorial_kv_params(d_model: int, num_heads: int, num_kv_heads: int) -> int:
+    """A common MQA/GQA count (found in several tutorials): (H + 2G)·Dh·D, which leaves out W_O
+    (H·Dh·D = D²)."""
     head_dim = d_model // num_heads
     return (num_heads + 2 * num_kv_heads) * head_dim * d_model
 
@@ -228,8 +230,9 @@ def block_crossover_seq_len(cfg: ModelConfig) -> float:
 def count_forward_flops(module: nn.Module, *args, **kwargs) -> int:
     """FLOPs of ``module(*args, **kwargs)`` as counted by ``torch.utils.flop_counter.FlopCounterMode``.
 
-    The counter sees every matrix multiplication (2 FLOPs per multiply-add), not additions of
-    biases or the softmax: the same convention as :func:`mha.attention_flops`. Fused attention
+    The counter sees matrix multiplications only (2 FLOPs per multiply-add), not additions of
+    biases, the scaling or the softmax: the same convention as :func:`mha.attention_flops`
+    (:func:`score_elementwise_flops` counts the scaling and softmax). Fused attention
     runs on PyTorch's math kernel here (its matrix products are counted; the CPU flash kernel's
     are not). Call attention modules with ``need_weights=True`` and keep gradients on: under
     ``torch.no_grad()`` an ``nn.MultiheadAttention`` in eval mode takes a fused "fast path" that
@@ -243,6 +246,57 @@ def count_forward_flops(module: nn.Module, *args, **kwargs) -> int:
     return counter.get_total_flops()
 
 
+#: FLOPs per attention score of the element-wise work that the matrix-product count leaves out:
+#: the scaling (1 multiply) and a numerically stable softmax (max, subtract, exp, sum, divide: 5).
+#: A mask is a select (``masked_fill``), no arithmetic, so it adds none.
+FLOPS_PER_SCORE = 6
+
+
+def score_elementwise_flops(seq_len: int, num_heads: int, batch_size: int = 1) -> int:
+    """FLOPs of the scaling and softmax of self-attention: :data:`FLOPS_PER_SCORE` per score.
+
+    Each of the H heads has its own T x T scores, so this work is 6·H·T² (times the batch): unlike
+    the matrix products of :func:`mha.attention_flops`, it grows with the number of heads. A
+    single head of full width does it over T² scores.
+    """
+    seq_len = check_positive_int("seq_len", seq_len)
+    num_heads = check_positive_int("num_heads", num_heads)
+    return FLOPS_PER_SCORE * check_positive_int("batch_size", batch_size) * num_heads * seq_len * seq_len
+
+
+#: The element-wise arithmetic and reductions that the attention of :mod:`mha` runs on its scores
+#: (``masked_fill``, a select, and the copies and views are left out).
+_SCORE_OPS = ("mul", "div", "sub", "add", "exp", "amax", "sum")
+
+
+def count_score_elementwise(module: nn.Module, x: torch.Tensor, **kwargs) -> int:
+    """Score elements read by element-wise arithmetic and reductions in ``module(x, **kwargs)``.
+
+    Watches every aten operation (a ``TorchDispatchMode``) and, for each one in ``_SCORE_OPS``,
+    counts the elements of its inputs whose last two dimensions are the (T, T) of the scores
+    (self-attention on ``x`` of shape (B, T, D)). For the modules of :mod:`mha` this is
+    :func:`score_elementwise_flops` (one element read per FLOP): a measured check that the
+    scaling and softmax run over H·T² scores, not T². Choose T different from Dh and D.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    seq_len = x.shape[1]
+    counted = 0
+
+    class ScoreCounter(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            nonlocal counted
+            if func.overloadpacket.__name__ in _SCORE_OPS:
+                inputs = [a for a in tree_flatten(args)[0] if isinstance(a, torch.Tensor)]
+                counted += sum(a.numel() for a in inputs if a.dim() >= 2 and a.shape[-2:] == (seq_len, seq_len))
+            return func(*args, **(kwargs or {}))
+
+    with torch.no_grad(), ScoreCounter():
+        module(x, **kwargs)
+    return counted
+
+
 # ---------------------------------------------------------------------------------------------
 # KV cache
 # ---------------------------------------------------------------------------------------------
@@ -253,8 +307,19 @@ def cache_bytes_per_token(cfg: ModelConfig, bytes_per_element: int = 2) -> int:
     return kv_cache_bytes(1, 1, cfg.num_layers, cfg.kv_heads, cfg.head_dim, bytes_per_element)
 
 
-def source_cache_elements(batch_size: int, seq_len: int, d_model: int) -> int:
-    """Seed 003's 2·b·d_model·L: **elements** (not bytes) of ONE layer's multi-head KV cache."""
+def cache_matches_weights_tokens(cfg: ModelConfig) -> float:
+    """Cached tokens (batch x context) at which the KV cache of ``cfg`` holds as many bytes as its weights.
+
+    Every decoding step reads all the weights and the whole cache, so below this many tokens the
+    weights are most of the bytes and above it the cache is. The element size cancels out (cache
+    and weights in the same precision): ``total_params(cfg) / (2 · L · G · Dh)``.
+    """
+    return total_params(cfg) / cache_bytes_per_token(cfg, 1)
+
+
+def tutorial_cache_elements(batch_size: int, seq_len: int, d_model: int) -> int:
+    """A common cache size (found in several tutorials), 2·b·d_model·L: **elements** (not bytes) of
+    ONE layer's multi-head KV cache."""
     return 2 * batch_size * d_model * seq_len
 
 
@@ -336,20 +401,22 @@ def calculator(
 
     Returns:
         dict with ``head_dim``, ``params_per_layer``, ``params_stack``, ``flops_per_layer``
-        (forward, one sequence of ``seq_len``), ``projection_flops``, ``attention_flops``,
-        ``crossover_seq_len``, ``cache_bytes`` (whole stack, whole batch, ``seq_len`` tokens) and
-        ``cache_bytes_mha`` (the same with G = H).
+        (the matrix products of one layer's forward pass over the whole batch: ``batch_size``
+        sequences of ``seq_len`` tokens), ``projection_flops`` and ``attention_flops`` (its two
+        parts, also for the whole batch), ``crossover_seq_len``, ``cache_bytes`` (whole stack,
+        whole batch, ``seq_len`` tokens) and ``cache_bytes_mha`` (the same with G = H).
     """
     per_layer = attention_params(d_model, num_heads, num_kv_heads, bias)
+    batch_size = check_positive_int("batch_size", batch_size)
     split = flops_split(seq_len, d_model, num_heads, num_kv_heads)
     head_dim = d_model // num_heads
     return {
         "head_dim": head_dim,
         "params_per_layer": per_layer,
         "params_stack": num_layers * per_layer,
-        "flops_per_layer": split["total"],
-        "projection_flops": split["projections"],
-        "attention_flops": split["attention"],
+        "flops_per_layer": batch_size * split["total"],
+        "projection_flops": batch_size * split["projections"],
+        "attention_flops": batch_size * split["attention"],
         "crossover_seq_len": crossover_seq_len(d_model, num_heads, num_kv_heads),
         "cache_bytes": kv_cache_bytes(batch_size, seq_len, num_layers, num_kv_heads, head_dim, bytes_per_element),
         "cache_bytes_mha": kv_cache_bytes(batch_size, seq_len, num_layers, num_heads, head_dim, bytes_per_element),
@@ -358,7 +425,7 @@ def calculator(
 
 #: The numbers behind the KV explorer (its controls and frames are in mha.viz.configs).
 #: The model the KV explorer varies: Llama 2 7B's H = 32 query heads of width 128 (d_model = 4096),
-#: trained with 4,096 tokens; a 24 GiB budget.
+#: trained with 4,096 tokens; a 24 GiB cache budget.
 KV_EXPLORER_MODEL = {"num_heads": 32, "head_dim": 128, "budget_bytes": 24 * GIB, "train_context": 4096}
 
 
@@ -391,8 +458,8 @@ def _first_match(value: float, slips) -> str | None:
 def check_attention_params(answer, d_model: int, num_heads: int, num_kv_heads: int | None = None, bias: bool = True):
     """Exercise: the parameters of one attention layer (``num_kv_heads`` < ``num_heads``: GQA/MQA).
 
-    Recognises the usual slips: W_O left out (the source table's mistake), the MHA count, biases
-    added or forgotten, only one of K and V shrunk, the source's "one head plus W_O" sum.
+    Recognises the usual slips: W_O left out (:func:`tutorial_kv_params`), the MHA count, biases
+    added or forgotten, only one of K and V shrunk, "one head plus W_O" (:func:`tutorial_single_head_count`).
     """
     title = f"parameters of one layer: d_model {d_model}, h {num_heads}, g {num_kv_heads or num_heads}, bias {bias}"
     value, problem = read_number("answer", answer)

@@ -168,7 +168,7 @@ def _kv_note(v: dict) -> str:
 
 
 def render_kv(num_kv_heads: int, num_layers: int, batch_size: int, precision: str):
-    """Explorer frame: KV-cache size against context length, with the 24 GiB budget line and, where it
+    """Explorer frame: KV-cache size against context length, with the 24 GiB cache budget line and, where it
     falls on the axis, the longest context that fits."""
     use_style()
     m = KV_EXPLORER_MODEL
@@ -177,7 +177,7 @@ def render_kv(num_kv_heads: int, num_layers: int, batch_size: int, precision: st
     seq_lens = [0, longest]
     fig, ax = plt.subplots(figsize=(6.0, 3.4))
     ax.plot(seq_lens, [t * v["per_token"] / GIB for t in seq_lens], "-", label="KV cache")
-    ax.axhline(m["budget_bytes"] / GIB, color="#D55E00", ls="--", lw=1, label="24 GiB budget")
+    ax.axhline(m["budget_bytes"] / GIB, color="#D55E00", ls="--", lw=1, label="24 GiB cache budget")
     ax.axvline(m["train_context"], color="0.5", ls=":", lw=1, label=f"trained context ({m['train_context']:,})")
     if v["max_context"] <= longest:
         ax.plot([v["max_context"]], [m["budget_bytes"] / GIB], "o", color="black", ms=5)
