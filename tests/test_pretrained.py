@@ -249,6 +249,19 @@ def test_head_scores_by_hand():
         P.head_scores([np.full((1, 1, 3, 3), 1 / 3)])
 
 
+def test_head_scores_previous_and_next_use_different_rows():
+    """Three words: "previous" averages words 2-3, "next" words 1-2, so both can exceed 0.5."""
+    w = np.zeros((1, 1, 5, 5))  # [CLS] w1 w2 w3 [SEP]
+    w[0, 0, [0, 4], 0] = 1.0  # the special rows are not scored
+    w[0, 0, 1, 2] = 1.0  # w1 -> w2 (next)
+    w[0, 0, 2, [1, 3]] = 0.5  # w2 splits between its neighbours
+    w[0, 0, 3, 2] = 1.0  # w3 -> w2 (previous)
+    scores = P.head_scores([w])
+    assert scores["previous"][0, 0] == pytest.approx(0.75) and scores["next"][0, 0] == pytest.approx(0.75)
+    assert scores["special"][0, 0] == 0.0 and scores["self"][0, 0] == 0.0
+    assert P.classify_heads(scores).tolist() == [["previous"]]  # both thresholds met: the first label wins
+
+
 def test_head_similarity_by_hand():
     a, b = _maps(lambda i: 0), _maps(lambda i: i)
     sim = P.head_similarity([np.concatenate([a, b, a], axis=1)])

@@ -46,8 +46,9 @@ SENTENCE_PAIRS = DATA_DIR / "sentence_pairs.json"
 # Looking at the heads
 # ---------------------------------------------------------------------------------------------
 
-#: The sentence of source 002 and its twin: "it" is the animal when it is tired, the street when
-#: it is wide. Only the last word differs, so every token sits at the same position in both.
+#: The sentence tutorials use to show a coreference head (chapter 1's), and its twin: "it" is the
+#: animal when it is tired, the street when it is wide. Only the last word differs, so every token
+#: sits at the same position in both.
 TWIN_SENTENCES = {
     "tired": "The animal didn't cross the street because it was too tired",
     "wide": "The animal didn't cross the street because it was too wide",
@@ -123,8 +124,10 @@ def head_scores(maps) -> dict:
     """The census scores of every head, averaged over the word rows of all sentences.
 
     Only word queries count (not [CLS]/[SEP]). "previous" and "next" skip a word whose neighbour
-    is [CLS] or [SEP], so that no weight counts twice. "entropy" is the row's entropy divided
-    by log(T), the entropy of the uniform row: 0 = one key, 1 = all keys alike.
+    is [CLS] or [SEP], so that no weight counts twice with "special". They are therefore averaged
+    over different rows ("previous" leaves out the first word, "next" the last), and both can
+    exceed 0.5: in a three-word sentence, 0.75 each (see the tests). "entropy" is the row's entropy
+    divided by log(T), the entropy of the uniform row: 0 = one key, 1 = all keys alike.
 
     Shapes: maps: a list of (L, H, T_i, T_i) arrays (T_i >= 4). Returns a dict of (L, H) arrays:
     previous, next, self, special (= cls + sep), cls, sep, entropy.
