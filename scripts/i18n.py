@@ -122,6 +122,32 @@ def glossary_terms() -> dict[str, tuple[str, ...]]:
     return terms
 
 
+#: One rendering per term across every page: a pattern of the other renderings a translation used, and
+#: the one to write instead (terms the glossary does not hold: the course's own words and tools).
+RENDERINGS = (
+    (r"原教程|源教程", "一些教程 / 常见说法 (the reader cannot see the tutorials)"),
+    (r"交互式浏览器|交互探索器", "探索器 (explorer)"),
+    (r"隐藏单元(?!格)", "隐藏的代码单元格 (hidden cell; 隐藏单元 reads as a hidden unit)"),
+    (r"代码单元(?!格)", "单元格 (cell)"),
+    (r"键/值头|键值对头", "键值头 (key/value head)"),
+    (r"(?<!获)得分", "分数 (score)"),
+    (r"热图", "热力图 (heatmap)"),
+    (r"检查函数", "检查器 (checker)"),
+    (r"自动微分", "自动求导 (autograd)"),
+    (r"one-hot", "独热 (one-hot)"),
+    (r"符号表(?!示)|符号约定", "符号说明 (the notation page)"),
+    (r"笔记本(?!电脑)", "notebook (笔记本 also means a laptop)"),
+)
+
+
+def rendering_problems(chinese: str) -> list[str]:
+    """Renderings that break the one-rendering-per-term rule, outside code, math and roles."""
+    plain = _plain(chinese)
+    return [
+        f"write {instead}, not {m.group(0)!r}" for pattern, instead in RENDERINGS if (m := re.search(pattern, plain))
+    ]
+
+
 def _roles(text: str) -> list[tuple[str, str]]:
     found = []
     for kind, body in ROLE.findall(text):
@@ -151,6 +177,7 @@ def message_problems(english: str, chinese: str, terms: dict[str, tuple[str, ...
     for name, pattern in (("inline math", INLINE_MATH), ("inline code", INLINE_CODE), ("links", URL)):
         if sorted(pattern.findall(bare_en)) != sorted(pattern.findall(bare_zh)):
             problems.append(f"{name} must be copied unchanged: {sorted(pattern.findall(bare_en))}")
+    problems.extend(rendering_problems(chinese))
     if _numbers(english) != _numbers(chinese):
         problems.append(f"numbers differ: {sorted(_numbers(english))} -> {sorted(_numbers(chinese))}")
     used = {target for kind, target in _roles(english) if kind == "term"}
@@ -177,6 +204,9 @@ def check(paths: list[Path] | None = None) -> list[str]:
         labels = json.loads(EXPLORER_LABELS.read_text(encoding="utf-8")) if EXPLORER_LABELS.exists() else {}
         missing = sorted(s for s in stored_explorer_strings() if not labels.get(s))
         problems.extend(f"explorers.json: {s[:70]!r}: untranslated" for s in missing)
+        problems.extend(
+            f"explorers.json: {s[:70]!r}: {p}" for s, zh in labels.items() if zh for p in rendering_problems(zh)
+        )
     for path in paths or list(catalogues().values()):
         with Path(path).open("rb") as f:
             catalog = read_po(f)

@@ -104,6 +104,40 @@ def test_checker_requires_plain_multi_word_terms_and_code():
     assert any("inline code" in p for p in wrong)
 
 
+@pytest.mark.parametrize(
+    "chinese, instead",
+    [
+        ("在原教程中，头是光束。", "一些教程"),
+        ("移动交互式浏览器的滑块。", "探索器"),
+        ("隐藏单元会检查每个数字。", "隐藏的代码单元格"),
+        ("下面的代码单元打印结果。", "单元格"),
+        ("每组共享一个键/值头。", "键值头"),
+        ("查询的得分除以温度。", "分数"),
+        ("热图的每一行是一个查询。", "热力图"),
+        ("检查函数会给出提示。", "检查器"),
+        ("自动微分算出梯度。", "自动求导"),
+        ("值是 one-hot 向量。", "独热"),
+        ("见符号表一页。", "符号说明"),
+        ("在笔记本中运行。", "notebook"),
+    ],
+)
+def test_one_rendering_per_term(chinese, instead):
+    problems = i18n.rendering_problems(chinese)
+    assert len(problems) == 1 and instead in problems[0], problems
+
+
+def test_one_rendering_per_term_leaves_the_right_words_alone():
+    for right in (
+        "用符号表示：头 $i$",
+        "获得分数",
+        "隐藏的代码单元格",
+        "在 `one-hot` 里",
+        "笔记本电脑",
+        "分数和热力图",
+    ):
+        assert i18n.rendering_problems(right) == [], right
+
+
 def test_glossary_gives_every_term_a_chinese_form():
     terms = i18n.glossary_terms()
     assert len(terms) >= 40
