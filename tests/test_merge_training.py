@@ -49,6 +49,17 @@ def test_bottleneck_matched_control_has_the_parameters_of_the_issue():
     assert params["concat_lowrank"] - params["average"] == 32 * 8  # the learned W_down
 
 
+def test_model_params_of_the_easy_task():
+    """Only averaging is 768 parameters smaller than concatenation: weighted 764, gated 636."""
+    params = {s: M.model_params(s, num_relations=2) for s in STRATEGIES}
+    smaller = {s: params["concat"] - params[s] for s in ("average", "weighted", "gated", "concat_lowrank")}
+    assert smaller == {"average": 768, "weighted": 764, "gated": 636, "concat_lowrank": 512}
+    assert all(smaller[s] == merging.merge_params(32, 4, "concat") - merging.merge_params(32, 4, s) for s in smaller)
+    model = M.make_merge_model("gated", relation_task.make_task(2), seed=3)
+    assert sum(p.numel() for p in model.parameters()) == params["gated"]
+    assert model.attention.merge == "gated"
+
+
 def test_sweep_runs():
     runs = M.sweep_runs()
     assert len(runs) == 5 * 5 + 2 * 5 * 3 + 5 * 5
@@ -135,7 +146,7 @@ def test_check_merge_costs():
     r = X.check_merge_costs(concat=1024 * 1024)
     assert not r.ok and r.first_error == "concat" and "bias" in repr(r)
     r = X.check_merge_costs(average=0)
-    assert "source 004" in repr(r)
+    assert "common claim" in repr(r) and "source" not in repr(r)
     r = X.check_merge_costs(average=1024 * 1024 + 1024)
     assert "d_k x d_model" in repr(r)
     r = X.check_merge_costs(concat_lowrank=64 * 1024 + 1024)

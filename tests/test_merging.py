@@ -330,3 +330,65 @@ def test_mean_pool_kv_heads(bias, num_kv_heads):
     )
     with pytest.raises(TypeError, match="m must be an mha.MultiHeadAttention"):
         merging.mean_pool_kv_heads(nn.Linear(2, 2), 1)
+
+
+def random_module(merge, bias=True, seed=25):
+    """A float64 module with every parameter drawn from N(0, 1), biases included."""
+    m = MergedMultiHeadAttention(12, 3, merge, bias=bias).double()
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in m.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64))
+    return m
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("merge", ["concat_lowrank", "weighted", "average"])
+def test_low_rank_and_weighted_fold_into_the_average(merge, bias):
+    """The low-rank control is a reparameterisation of averaging: W_V_i' = h · W_V_i · W_down_i."""
+    m = random_module(merge, bias)
+    folded = merging.fold_into_average(m)
+    assert folded.merge == "average"
+    x = randn(2, 6, 12, seed=26, dtype=torch.float64)
+    mask = mha.causal_mask(6)
+    with torch.no_grad():
+        for kwargs in ({}, {"mask": mask}):
+            out = m(x, **kwargs)[0]
+            assert torch.allclose(folded(x, **kwargs)[0], out, atol=1e-12 * out.abs().max().item(), rtol=0)
+    # the folded value weights, by hand, in the formula layout (x W_V, W_down: D x Dh)
+    w_v, h, dh = m.v_proj.weight.T, 3, 4
+    if merge == "concat_lowrank":
+        blocks = [m.merge_layer.down.weight.T[i * dh : (i + 1) * dh] for i in range(h)]  # W_down_i
+    else:
+        a = torch.softmax(m.merge_layer.head_logits, 0) if merge == "weighted" else torch.full((h,), 1 / h)
+        blocks = [a[i] * torch.eye(dh, dtype=torch.float64) for i in range(h)]
+    for i in range(h):
+        expected = h * w_v[:, i * dh : (i + 1) * dh] @ blocks[i]
+        assert torch.allclose(folded.v_proj.weight.T[:, i * dh : (i + 1) * dh], expected, atol=1e-12)
+    for name in ("q_proj", "k_proj"):
+        assert torch.equal(getattr(folded, name).weight, getattr(m, name).weight)
+    assert torch.equal(folded.merge_layer.out_proj.weight, m.merge_layer.out_proj.weight)
+
+
+@pytest.mark.parametrize("merge", ["average", "weighted"])
+def test_to_lowrank_gives_the_average_back(merge):
+    """Blocks a_i·I (I / h for the average) make the low-rank concat compute the summing merge."""
+    m = random_module(merge)
+    low = merging.to_lowrank(m)
+    x = randn(2, 5, 12, seed=27, dtype=torch.float64)
+    with torch.no_grad():
+        assert torch.allclose(low(x)[0], m(x)[0], atol=1e-12, rtol=0)
+    if merge == "average":
+        assert torch.equal(low.merge_layer.down.weight, torch.cat([torch.eye(4, dtype=torch.float64) / 3] * 3, dim=1))
+    assert int(torch.linalg.matrix_rank(merging.equivalent_out_proj(low))) == 4  # the same rank-d_k bottleneck
+
+
+def test_fold_errors():
+    for merge in ("concat", "gated"):
+        with pytest.raises(ValueError, match=f"merge '{merge}' cannot be folded into an average"):
+            merging.fold_into_average(MergedMultiHeadAttention(8, 2, merge))
+    with pytest.raises(ValueError, match="to_lowrank takes an 'average' or 'weighted' module, found merge 'concat'"):
+        merging.to_lowrank(MergedMultiHeadAttention(8, 2, "concat"))
+    for fn in (merging.fold_into_average, merging.to_lowrank):
+        with pytest.raises(TypeError, match="module must be an mha.chapters.merging.MergedMultiHeadAttention"):
+            fn(mha.MultiHeadAttention(8, 2))

@@ -70,11 +70,7 @@ def merge_experiment(
     """
     check_merge(strategy)
     task = relation_task.make_task(num_relations, seed=seed)
-
-    def attention(d_model, heads):
-        return MergedMultiHeadAttention(d_model, heads, merge=strategy)
-
-    model = relation_task.make_model(num_heads, task, seed=seed, readout=readout, attention=attention)
+    model = make_merge_model(strategy, task, seed=seed, num_heads=num_heads, readout=readout)
     result = relation_task.train_and_evaluate(
         model, task, steps=steps, seed=seed, lr=lr, checkpoints=checkpoints, show_progress=show_progress
     )
@@ -89,6 +85,26 @@ def merge_experiment(
         readout=readout,
     )
     return out
+
+
+def make_merge_model(
+    strategy: str, task: relation_task.Task, *, seed: int = 0, num_heads: int = NUM_HEADS, readout: str = READOUT
+) -> relation_task.RelationModel:
+    """Chapter 1's model for ``task`` with ``MergedMultiHeadAttention(merge=strategy)``, its initial
+    weights fixed by ``seed`` (the model :func:`merge_experiment` trains)."""
+    check_merge(strategy)
+
+    def attention(d_model, heads):
+        return MergedMultiHeadAttention(d_model, heads, merge=strategy)
+
+    return relation_task.make_model(num_heads, task, seed=seed, readout=readout, attention=attention)
+
+
+def model_params(strategy: str, num_relations: int = 4, **kwargs) -> int:
+    """Parameters of the whole model of the experiment with merge ``strategy`` on the task with
+    ``num_relations`` relations, counted on a freshly built model (``kwargs``: see :func:`make_merge_model`)."""
+    model = make_merge_model(strategy, relation_task.make_task(num_relations), **kwargs)
+    return sum(p.numel() for p in model.parameters())
 
 
 def sweep_runs(sweeps: dict = SWEEPS) -> list[dict]:

@@ -22,6 +22,13 @@ a matrix of rank at most Dh (:func:`equivalent_out_proj`). That is exactly what 
 Every merge is a sum over heads, concat(H) · W_O = sum_i H_i · W_O_i with W_O_i the i-th block of Dh
 rows of W_O (:func:`sum_of_head_projections`); averaging is the case where every block is W_up / H.
 
+The low-rank concat, the average and the weighted merge compute the same family of functions: a
+fixed Dh x Dh matrix applied to head i before the sum (a block of W_down, a_i·I, I / H) folds into
+that head's W_V (:func:`fold_into_average`), and blocks a_i·I give the others back
+(:func:`to_lowrank`). They differ in parameterisation only. Between them and concatenation, the one
+difference in what can be computed is the rank of the bottleneck: Dh for them, D for concatenation
+(the gated merge has the Dh bottleneck, plus a mix that changes per token).
+
 :mod:`mha.chapters.merge_training` trains chapter 1's model (:mod:`mha.chapters.task`) with each
 merge. The hand-built two-role example is :mod:`mha.chapters.role_heads`; the figures are in
 :mod:`mha.viz.merging`.
@@ -42,7 +49,8 @@ from ..modules import GroupedQueryAttention, MultiHeadAttention, combine_masks, 
 #: The four merges of the tutorials, in the order the chapter discusses them.
 MERGES = ("concat", "average", "weighted", "gated")
 #: Every merge :class:`MergedMultiHeadAttention` builds: the four, and the experiment's control,
-#: concatenation through a rank-Dh W_O (the same bottleneck as averaging, learned).
+#: concatenation through a rank-Dh W_O (the same bottleneck as averaging, and the same functions:
+#: see :func:`fold_into_average`).
 STRATEGIES = ("concat", "concat_lowrank", "average", "weighted", "gated")
 
 
@@ -142,8 +150,10 @@ class ConcatMerge(nn.Module):
 
 class LowRankConcatMerge(nn.Module):
     """Concatenate, then a W_O of rank at most Dh: down to Dh features (W_down, D x Dh, no bias),
-    then up to D (W_up, Dh x D). The control for averaging: the same Dh-wide bottleneck, but the
-    map into it is learned (averaging fixes it to [I; I; ...; I] / H)."""
+    then up to D (W_up, Dh x D). The control for averaging: the same Dh-wide bottleneck, with the
+    map into it a free W_down instead of averaging's [I; I; ...; I] / H. Since each block of W_down
+    folds into its head's W_V (:func:`fold_into_average`), it computes the same functions as
+    averaging, parameterised differently."""
 
     def __init__(self, d_model: int, num_heads: int, bias: bool = True):
         super().__init__()
@@ -343,6 +353,75 @@ def to_concat(module: MergedMultiHeadAttention) -> MergedMultiHeadAttention:
         new.merge_layer.out_proj.weight.copy_(w_o)
         if bias:
             new.merge_layer.out_proj.bias.copy_(module.merge_layer.out_proj.bias)
+    return new
+
+
+def _copy_qk_and_up(source: MergedMultiHeadAttention, merge: str) -> MergedMultiHeadAttention:
+    """A fresh ``merge`` module with ``source``'s W_Q, W_K, W_V and its W_up (the merge's out_proj)."""
+    bias = source.q_proj.bias is not None
+    new = MergedMultiHeadAttention(source.d_model, source.num_heads, merge, bias=bias).to(source.q_proj.weight)
+    for name in ("q_proj", "k_proj", "v_proj"):
+        getattr(new, name).load_state_dict(getattr(source, name).state_dict())
+    new.merge_layer.out_proj.load_state_dict(source.merge_layer.out_proj.state_dict())
+    return new
+
+
+def fold_into_average(module: MergedMultiHeadAttention) -> MergedMultiHeadAttention:
+    """An ``"average"`` module computing exactly what a low-rank concat or a weighted module computes.
+
+    Head i's output is H_i = A_i (X W_V_i + b_V_i), so anything that multiplies H_i by a fixed
+    Dh x Dh matrix M_i before the sum can multiply W_V_i and b_V_i instead: A_i is untouched.
+    concat_lowrank multiplies head i by its block W_down_i (rows i·Dh to (i+1)·Dh of W_down), the
+    weighted merge by a_i·I, the average by I / H. So the average module gets
+    W_V_i' = H · W_V_i · M_i (formula layout; bias likewise) and keeps W_Q, W_K and W_up with its
+    bias. concat (rank up to D) and gated (a mix that changes per token) have no such folding:
+    ValueError.
+    """
+    if not isinstance(module, MergedMultiHeadAttention):
+        raise TypeError(
+            f"module must be an mha.chapters.merging.MergedMultiHeadAttention, found {type(module).__name__}"
+        )
+    if module.merge not in ("concat_lowrank", "average", "weighted"):
+        raise ValueError(
+            f"merge {module.merge!r} cannot be folded into an average: only 'concat_lowrank', 'average' "
+            "and 'weighted' apply one fixed d_k x d_k matrix per head"
+        )
+    num_heads, head_dim, layer = module.num_heads, module.head_dim, module.merge_layer
+    if module.merge == "concat_lowrank":
+        # down.weight is W_down in nn.Linear layout (Dh, H*Dh): column block i is W_down_i^T
+        per_head = layer.down.weight.detach().view(head_dim, num_heads, head_dim).transpose(0, 1)  # (H, Dh, Dh)
+    else:
+        dummy = layer.out_proj.weight.new_zeros(1, num_heads, 1, head_dim)  # (1, H, 1, Dh)
+        coefficients = layer.coefficients(dummy, None)[0, 0].detach()  # (H,)
+        eye = torch.eye(head_dim, dtype=dummy.dtype, device=dummy.device)
+        per_head = coefficients[:, None, None] * eye  # (H, Dh, Dh): a_i I
+    new = _copy_qk_and_up(module, "average")
+    with torch.no_grad():
+        weight = module.v_proj.weight.view(num_heads, head_dim, module.d_model)  # (H, Dh, D): W_V_i^T
+        new.v_proj.weight.copy_((num_heads * per_head @ weight).reshape(module.d_model, module.d_model))
+        if module.v_proj.bias is not None:
+            bias = module.v_proj.bias.view(num_heads, head_dim, 1)  # (H, Dh, 1)
+            new.v_proj.bias.copy_((num_heads * per_head @ bias).reshape(-1))  # (D,)
+    return new
+
+
+def to_lowrank(module: MergedMultiHeadAttention) -> MergedMultiHeadAttention:
+    """A ``"concat_lowrank"`` module computing exactly what an average or weighted module computes:
+    W_down's block for head i is that head's coefficient times the identity (I / H for the average).
+    With :func:`fold_into_average`, the proof that the three merges compute the same functions."""
+    if not isinstance(module, MergedMultiHeadAttention):
+        raise TypeError(
+            f"module must be an mha.chapters.merging.MergedMultiHeadAttention, found {type(module).__name__}"
+        )
+    if module.merge not in ("average", "weighted"):
+        raise ValueError(f"to_lowrank takes an 'average' or 'weighted' module, found merge {module.merge!r}")
+    layer, head_dim = module.merge_layer, module.head_dim
+    dummy = layer.out_proj.weight.new_zeros(1, module.num_heads, 1, head_dim)  # (1, H, 1, Dh)
+    coefficients = layer.coefficients(dummy, None)[0, 0].detach()  # (H,)
+    eye = torch.eye(head_dim, dtype=dummy.dtype, device=dummy.device)
+    new = _copy_qk_and_up(module, "concat_lowrank")
+    with torch.no_grad():
+        new.merge_layer.down.weight.copy_(torch.cat([c * eye for c in coefficients], dim=1))  # (Dh, H*Dh)
     return new
 
 
