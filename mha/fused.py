@@ -3,8 +3,8 @@
 Neither changes what is computed, only how fast and with how much memory (chapter 6 measures both):
 
 * :func:`fused_qkv_projection`: the three projections of self-attention as one matrix product,
-  ``x [W_Q; W_K; W_V]ᵀ``, through :class:`FusedLinear`, whose backward pass keeps the three weights
-  rather than their concatenation;
+  ``x [W_Q; W_K; W_V]ᵀ``, through :class:`FusedLinear`, whose forward pass concatenates the weights
+  only for that product and keeps the three weights, not the concatenation, for the backward pass;
 * :func:`fused_attention`: ``torch.nn.functional.scaled_dot_product_attention`` (Flash or
   memory-efficient attention where the device has it), which never stores the (B, H, T, S)
   weights, with the course's answer for a query that may attend to no key: a zero vector.
@@ -29,6 +29,10 @@ from .attention import causal_mask, check_flag, intersect_masks
 class FusedLinear(torch.autograd.Function):
     """``x @ cat(W_1, ..., W_n)ᵀ + b`` that keeps the separate weights, not their concatenation,
     for the backward pass (a plain ``F.linear(x, torch.cat(...))`` would save a D x 3D copy).
+
+    The forward pass builds the concatenation for its one matrix product and drops it after the
+    call; the backward pass computes the gradient of ``x`` from the separate weights in place,
+    one product per weight, summed, and never concatenates them.
 
     Call it as ``FusedLinear.apply(x, bias, W_1, ..., W_n)`` (``bias`` may be None).
     """
@@ -62,7 +66,8 @@ class FusedLinear(torch.autograd.Function):
 
 def fused_qkv_projection(x: torch.Tensor, q_proj: nn.Linear, k_proj: nn.Linear, v_proj: nn.Linear):
     """Q, K and V of self-attention in one matmul: the same numbers as three separate products,
-    but one large matrix product keeps the CPU/GPU busier than three smaller ones.
+    in one larger product, which may keep the hardware busier than three smaller ones (chapter 6
+    measures it: a small gain on a CPU, in one run).
 
     Shapes:
         x (B, T, D).

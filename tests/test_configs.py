@@ -12,6 +12,7 @@ from torch import nn
 
 import mha
 from mha import viz
+from mha.chapters import config_exercises as X
 from mha.chapters import configs as C
 
 ALL_CONFIGS = C.CLASSIC_CONFIGS + C.LLAMA2_CONFIGS
@@ -438,9 +439,9 @@ MALFORMED = [
 @pytest.mark.parametrize("bad,message", MALFORMED)
 def test_checkers_answer_malformed_input_with_a_message(bad, message):
     for verdict in (
-        C.check_max_context(bad, "Llama-2-7B"),
-        C.check_attention_params(bad, 8192, 64, 8, bias=False),
-        C.check_max_kv_heads(bad),
+        X.check_max_context(bad, "Llama-2-7B"),
+        X.check_attention_params(bad, 8192, 64, 8, bias=False),
+        X.check_max_kv_heads(bad),
     ):
         assert not verdict.ok and verdict.first_error == "input"
         assert message in repr(verdict) and "cannot check this answer" in repr(verdict)
@@ -458,8 +459,8 @@ def test_check_max_context():
             C.max_context(budget, cfg.num_layers, cfg.kv_heads, cfg.head_dim, C.BYTES_PER_ELEMENT[precision])
             == expected
         )
-        assert C.check_max_context(expected, model, precision).ok
-        assert C.check_max_context(torch.tensor(expected), model, precision).ok
+        assert X.check_max_context(expected, model, precision).ok
+        assert X.check_max_context(torch.tensor(expected), model, precision).ok
     slips = {
         49_153: "round down",
         98_304: "keys AND values",
@@ -470,19 +471,19 @@ def test_check_max_context():
         1000: "divide the budget",
     }
     for answer, hint in slips.items():
-        verdict = C.check_max_context(answer, "Llama-2-7B", "fp16")
+        verdict = X.check_max_context(answer, "Llama-2-7B", "fp16")
         assert not verdict.ok and verdict.first_error == "tokens" and hint in repr(verdict), (answer, repr(verdict))
-    assert "only the g = 8 key/value heads" in repr(C.check_max_context(78_643 // 8, "Llama-2-70B"))
-    assert "not 2" in repr(C.check_max_context(98_304 // 2, "Llama-2-7B", "8-bit"))
-    assert "own cache" in repr(C.check_max_context(49_152, "Llama-2-7B", batch_size=8))
-    assert C.check_max_context(49_152 // 8, "Llama-2-7B", batch_size=8).ok
+    assert "only the g = 8 key/value heads" in repr(X.check_max_context(78_643 // 8, "Llama-2-70B"))
+    assert "not 2" in repr(X.check_max_context(98_304 // 2, "Llama-2-7B", "8-bit"))
+    assert "own cache" in repr(X.check_max_context(49_152, "Llama-2-7B", batch_size=8))
+    assert X.check_max_context(49_152 // 8, "Llama-2-7B", batch_size=8).ok
 
 
 def test_check_attention_params():
     right = mha.attention_params(8192, 64, 8, bias=False)
-    assert right == 150_994_944 and C.check_attention_params(right, 8192, 64, 8, bias=False).ok
-    assert C.check_attention_params(mha.attention_params(768, 12), 768, 12).ok
-    assert C.check_attention_params(float(right), 8192, 64, 8, bias=False).ok
+    assert right == 150_994_944 and X.check_attention_params(right, 8192, 64, 8, bias=False).ok
+    assert X.check_attention_params(mha.attention_params(768, 12), 768, 12).ok
+    assert X.check_attention_params(float(right), 8192, 64, 8, bias=False).ok
     slips = {
         C.tutorial_kv_params(8192, 64, 8): "W_O is missing",
         4 * 8192**2: "that is multi-head attention",
@@ -492,14 +493,14 @@ def test_check_attention_params():
         12345: "add W_Q",
     }
     for answer, hint in slips.items():
-        verdict = C.check_attention_params(answer, 8192, 64, 8, bias=False)
+        verdict = X.check_attention_params(answer, 8192, 64, 8, bias=False)
         assert not verdict.ok and verdict.first_error == "count" and hint in repr(verdict), (answer, repr(verdict))
-    verdict = C.check_attention_params(mha.attention_params(768, 12, bias=False), 768, 12, bias=True)
+    verdict = X.check_attention_params(mha.attention_params(768, 12, bias=False), 768, 12, bias=True)
     assert "biases are missing: 3,072" in repr(verdict)
 
 
 def test_check_max_kv_heads():
-    assert C.check_max_kv_heads(4).ok
+    assert X.check_max_kv_heads(4).ok
     for answer, hint in {
         6: "must divide h = 32",
         8: "needs 32.00 GiB",
@@ -507,9 +508,9 @@ def test_check_max_kv_heads():
         0: "whole number from 1 to h",
         2.5: "whole number from 1 to h",
     }.items():
-        verdict = C.check_max_kv_heads(answer)
+        verdict = X.check_max_kv_heads(answer)
         assert not verdict.ok and hint in repr(verdict), (answer, repr(verdict))
-    assert C.check_max_kv_heads(1, batch_size=32).ok  # only MQA fits: 32 sequences need 16 GiB with g = 1
+    assert X.check_max_kv_heads(1, batch_size=32).ok  # only MQA fits: 32 sequences need 16 GiB with g = 1
 
 
 def test_explorers_open_on_the_case_the_text_discusses():

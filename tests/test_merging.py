@@ -8,7 +8,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import mha
 from mha import viz
-from mha.chapters import merging, role_heads
+from mha.chapters import merge_folding, merging, role_heads
 from mha.chapters.merging import MERGES, STRATEGIES, MergedMultiHeadAttention
 
 
@@ -161,18 +161,18 @@ def test_averaging_loses_who_did_what():
 @pytest.mark.parametrize("merge", ["concat", "concat_lowrank", "average", "weighted"])
 def test_to_concat_is_the_same_function(merge):
     m = seeded_module(12, 4, merge, dtype=torch.float64, seed=14)
-    c = merging.to_concat(m)
+    c = merge_folding.to_concat(m)
     x = randn(2, 5, 12, seed=15, dtype=torch.float64)
     assert torch.allclose(m(x)[0], c(x)[0], atol=1e-12)
-    rank = int(torch.linalg.matrix_rank(merging.equivalent_out_proj(m)))
+    rank = int(torch.linalg.matrix_rank(merge_folding.equivalent_out_proj(m)))
     assert rank == (12 if merge == "concat" else 3)  # averaging: rank Dh = D / H at most
 
 
 def test_equivalent_out_proj_errors():
     with pytest.raises(ValueError, match="merge 'gated' has no equivalent W_O"):
-        merging.equivalent_out_proj(MergedMultiHeadAttention(8, 2, "gated"))
+        merge_folding.equivalent_out_proj(MergedMultiHeadAttention(8, 2, "gated"))
     with pytest.raises(TypeError, match="module must be an mha.chapters.merging.MergedMultiHeadAttention"):
-        merging.equivalent_out_proj(mha.MultiHeadAttention(8, 2))
+        merge_folding.equivalent_out_proj(mha.MultiHeadAttention(8, 2))
 
 
 @pytest.mark.parametrize("merge", STRATEGIES)
@@ -279,7 +279,7 @@ def test_concat_is_a_sum_of_per_head_projections(merge):
     m = seeded_module(12, 3, merge, dtype=torch.float64, seed=21)
     x = randn(2, 4, 12, seed=22, dtype=torch.float64)
     heads, _ = m.head_outputs(x)  # (B, H, T, Dh)
-    w_o = merging.equivalent_out_proj(m)  # (D, D), nn.Linear layout
+    w_o = merge_folding.equivalent_out_proj(m)  # (D, D), nn.Linear layout
     summed = merging.sum_of_head_projections(heads, w_o)
     assert torch.allclose(summed, mha.merge_heads(heads) @ w_o.T, atol=1e-12)
     by_hand = sum(heads[:, i] @ w_o[:, 4 * i : 4 * (i + 1)].T for i in range(3))  # blocks of Dh = 4
@@ -315,21 +315,21 @@ def test_mean_pool_kv_heads(bias, num_kv_heads):
             if bias:
                 b = proj.bias.view(num_kv_heads, group, 4)
                 b.copy_(b[:, :1].expand_as(b).clone())
-    gqa = merging.mean_pool_kv_heads(m, num_kv_heads)
+    gqa = merge_folding.mean_pool_kv_heads(m, num_kv_heads)
     assert isinstance(gqa, mha.GroupedQueryAttention) and gqa.num_kv_heads == num_kv_heads
     x = randn(2, 5, 16, seed=24, dtype=torch.float64)
     with torch.no_grad():
         assert torch.allclose(m(x)[0], gqa(x)[0], atol=1e-12)
     # in general it is an approximation, and its K/V rows are the group means
     fresh = mha.MultiHeadAttention(16, 4, bias=bias)
-    pooled = merging.mean_pool_kv_heads(fresh, num_kv_heads)
+    pooled = merge_folding.mean_pool_kv_heads(fresh, num_kv_heads)
     expected = fresh.k_proj.weight.view(num_kv_heads, group, 4, 16).mean(dim=1).reshape(-1, 16)
     assert torch.allclose(pooled.k_proj.weight, expected)
     assert torch.equal(pooled.q_proj.weight, fresh.q_proj.weight) and torch.equal(
         pooled.out_proj.weight, fresh.out_proj.weight
     )
     with pytest.raises(TypeError, match="m must be an mha.MultiHeadAttention"):
-        merging.mean_pool_kv_heads(nn.Linear(2, 2), 1)
+        merge_folding.mean_pool_kv_heads(nn.Linear(2, 2), 1)
 
 
 def random_module(merge, bias=True, seed=25):
@@ -347,7 +347,7 @@ def random_module(merge, bias=True, seed=25):
 def test_low_rank_and_weighted_fold_into_the_average(merge, bias):
     """The low-rank control is a reparameterisation of averaging: W_V_i' = h · W_V_i · W_down_i."""
     m = random_module(merge, bias)
-    folded = merging.fold_into_average(m)
+    folded = merge_folding.fold_into_average(m)
     assert folded.merge == "average"
     x = randn(2, 6, 12, seed=26, dtype=torch.float64)
     mask = mha.causal_mask(6)
@@ -374,21 +374,21 @@ def test_low_rank_and_weighted_fold_into_the_average(merge, bias):
 def test_to_lowrank_gives_the_average_back(merge):
     """Blocks a_i·I (I / h for the average) make the low-rank concat compute the summing merge."""
     m = random_module(merge)
-    low = merging.to_lowrank(m)
+    low = merge_folding.to_lowrank(m)
     x = randn(2, 5, 12, seed=27, dtype=torch.float64)
     with torch.no_grad():
         assert torch.allclose(low(x)[0], m(x)[0], atol=1e-12, rtol=0)
     if merge == "average":
         assert torch.equal(low.merge_layer.down.weight, torch.cat([torch.eye(4, dtype=torch.float64) / 3] * 3, dim=1))
-    assert int(torch.linalg.matrix_rank(merging.equivalent_out_proj(low))) == 4  # the same rank-d_k bottleneck
+    assert int(torch.linalg.matrix_rank(merge_folding.equivalent_out_proj(low))) == 4  # the same rank-d_k bottleneck
 
 
 def test_fold_errors():
     for merge in ("concat", "gated"):
         with pytest.raises(ValueError, match=f"merge '{merge}' cannot be folded into an average"):
-            merging.fold_into_average(MergedMultiHeadAttention(8, 2, merge))
+            merge_folding.fold_into_average(MergedMultiHeadAttention(8, 2, merge))
     with pytest.raises(ValueError, match="to_lowrank takes an 'average' or 'weighted' module, found merge 'concat'"):
-        merging.to_lowrank(MergedMultiHeadAttention(8, 2, "concat"))
-    for fn in (merging.fold_into_average, merging.to_lowrank):
+        merge_folding.to_lowrank(MergedMultiHeadAttention(8, 2, "concat"))
+    for fn in (merge_folding.fold_into_average, merge_folding.to_lowrank):
         with pytest.raises(TypeError, match="module must be an mha.chapters.merging.MergedMultiHeadAttention"):
             fn(mha.MultiHeadAttention(8, 2))

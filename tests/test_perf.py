@@ -13,7 +13,7 @@ from torch import nn
 
 import mha
 from mha import viz
-from mha.chapters import perf
+from mha.chapters import perf, perf_exercises
 from mha.chapters import perf_results as pr
 
 matplotlib.use("Agg")
@@ -197,7 +197,7 @@ RIGHT_MATRIX = 8 * 12 * 4096 * 4096 * 4
     ],
 )
 def test_check_matrix_bytes_names_the_slip(answer, hint):
-    check = perf.check_matrix_bytes(answer)
+    check = perf_exercises.check_matrix_bytes(answer)
     assert not check.ok and hint in repr(check)
 
 
@@ -205,7 +205,7 @@ def test_check_matrix_bytes_accepts_the_answer_in_any_number_type():
     import numpy as np
 
     for answer in (RIGHT_MATRIX, float(RIGHT_MATRIX), np.int64(RIGHT_MATRIX), torch.tensor(RIGHT_MATRIX), 6.4425e9):
-        check = perf.check_matrix_bytes(answer)
+        check = perf_exercises.check_matrix_bytes(answer)
         assert check.ok and repr(check).endswith("correct"), answer
 
 
@@ -226,23 +226,35 @@ def test_checkers_answer_malformed_input_with_a_message(answer, message):
     import re
 
     for check in (
-        perf.check_matrix_bytes(answer),
-        perf.check_decode_bytes(answer, 8),
-        perf.check_online_softmax(4.0, answer),
+        perf_exercises.check_matrix_bytes(answer),
+        perf_exercises.check_decode_bytes(answer, 8),
+        perf_exercises.check_online_softmax(4.0, answer),
     ):
         assert not check.ok and check.first_error == "input"
         assert "cannot check this answer" in check.lines[1] and re.search(message, repr(check)), repr(check)
 
 
-def test_check_decode_bytes():
+def test_check_decode_bytes_accepts_both_accountings_and_names_them():
     right = perf.model_decode_step_bytes(1, 4096, 8)
-    assert (
-        perf.check_decode_bytes(right, 8).ok
-        and perf.check_decode_bytes(perf.model_decode_step_bytes(1, 4096, 32), 32).ok
-    )
-    weights = 6_738_415_616 * 2
+    assert right == 14_013_702_144
+    published = perf_exercises.check_decode_bytes(right, 8)
+    assert published.ok and "weights held as published" in repr(published)
+    assert perf_exercises.check_decode_bytes(perf.model_decode_step_bytes(1, 4096, 32), 32).ok
+    # a GQA-8 model of the same shape: W_K and W_V shrink by 32 layers x 2 x 4096 x (4096 - 1024)
+    shrunk_weights = (6_738_415_616 - 32 * 2 * 4096 * (4096 - 1024)) * 2
+    same_shape = shrunk_weights + mha.kv_cache_bytes(1, 4096, 32, 8, 128, 2)
+    assert same_shape == perf.model_decode_step_bytes(1, 4096, 8, fixed_weights=False) == 12_403_089_408
+    check = perf_exercises.check_decode_bytes(same_shape, 8)
+    assert check.ok and "W_K and W_V shrink" in repr(check), repr(check)
+    assert not perf_exercises.check_decode_bytes(same_shape, 32).ok  # with g = 32 the two accountings are one
+
+
+@pytest.mark.parametrize("fixed_weights", [True, False])
+def test_check_decode_bytes_names_the_slip_in_either_accounting(fixed_weights):
+    weights = perf.model_weight_bytes(num_kv_heads=None if fixed_weights else 8)
     cache = mha.kv_cache_bytes(1, 4096, 32, 8, 128, 2)
-    for wrong, hint in [
+    right = weights + cache
+    slips = [
         (cache, "KV cache alone"),
         (weights, "weights alone"),
         (weights + cache // 2, "keys *and* values"),
@@ -250,19 +262,85 @@ def test_check_decode_bytes():
         (2 * right, "fp16"),
         (right / 2**30, "GiB"),
         (round(right / 2**30, 2), "GiB"),
-        (weights + 4 * cache, "8 key/value heads"),
-        (weights - 32 * 2 * 4096 * (4096 - 1024) * 2 + cache, "holds the weights fixed"),  # W_K, W_V shrunk
-    ]:
-        check = perf.check_decode_bytes(wrong, 8)
+        (right / 1e9, "GB"),
+    ]
+    if fixed_weights:  # with shrunk weights, the full cache adds exactly what W_K and W_V lost (n = D)
+        slips.append((weights + 4 * cache, "8 key/value heads"))
+    for wrong, hint in slips:
+        check = perf_exercises.check_decode_bytes(wrong, 8)
         assert not check.ok and hint in repr(check), (wrong, repr(check))
 
 
+def test_decode_step_flops_match_the_flop_counter():
+    from mha.chapters.configs import count_forward_flops
+
+    d_model, heads, head_dim = 64, 8, 8
+    for g, batch, context in [(8, 1, 5), (2, 3, 9), (1, 2, 16)]:
+        torch.manual_seed(0)
+        layer = mha.GroupedQueryAttention(d_model, heads, g).eval()
+        cache = layer.new_cache(batch, context)
+        cache.append(torch.randn(batch, g, context - 1, head_dim), torch.randn(batch, g, context - 1, head_dim))
+        x = torch.randn(batch, 1, d_model)
+        with torch.no_grad():
+            counted = count_forward_flops(lambda x, layer=layer, cache=cache: layer.decode_step(x, cache), x)
+        flops = perf.decode_step_flops(
+            mha.attention_params(d_model, heads, g, bias=False), batch, context, 1, heads, head_dim
+        )
+        assert counted == flops["total"] == flops["weights"] + flops["attention"], g
+        assert flops["attention"] == 4 * batch * context * heads * head_dim  # does not depend on g
+    with pytest.raises(ValueError, match="matmul_params must be an int >= 0"):
+        perf.decode_step_flops(-1, 1, 1, 1, 1, 1)
+
+
+def test_model_matmul_params_are_the_linear_weights_of_the_skeleton():
+    from dataclasses import replace
+
+    from mha.chapters.configs import build_skeleton
+    from mha.chapters.models import config
+
+    cfg = config(perf.DECODE_MODEL)
+    for g in (None, 8, 1):
+        skeleton = build_skeleton(cfg if g is None else replace(cfg, num_kv_heads=g))
+        linear = sum(m.weight.numel() for m in skeleton.modules() if isinstance(m, nn.Linear))
+        assert perf.model_matmul_params(num_kv_heads=g) == linear, g
+    with pytest.raises(ValueError, match="counts Llama-family models"):
+        perf.model_matmul_params("GPT-2 small")
+
+
+def test_gqa_model_of_the_same_shape_reads_fewer_weights():
+    published = perf.model_weight_bytes()
+    gqa8 = perf.model_weight_bytes(num_kv_heads=8)
+    assert (published - gqa8) // 2 == 32 * 2 * 4096 * (4096 - 1024) == 805_306_368
+    mha_step = perf.model_decode_step_bytes(1, 4096, 32)
+    assert mha_step == perf.model_decode_step_bytes(1, 4096, 32, fixed_weights=False)
+    assert round(mha_step / perf.model_decode_step_bytes(1, 4096, 8), 2) == 1.11
+    assert round(mha_step / perf.model_decode_step_bytes(1, 4096, 8, fixed_weights=False), 2) == 1.26
+
+
+def test_decode_intensity_weights_about_b_cache_h_over_g():
+    for batch, g in [(1, 32), (1, 8), (4, 1), (163, 8)]:
+        for fixed in (True, False):
+            i = perf.model_decode_intensity(batch, 4096, g, fixed_weights=fixed)
+            assert i["cache"] == 32 / g  # fp16: 2 FLOPs per element and query head over 2 bytes
+            assert 0.97 * batch < i["weights"] < batch  # the embedding table is read, not multiplied
+            assert min(i["weights"], i["cache"]) <= i["step"] <= max(i["weights"], i["cache"])
+    ridge = perf.H100_SXM["bf16_flops_per_s"] / perf.H100_SXM["bytes_per_s"]
+    assert 290 < ridge < 300
+
+
+def test_generation_bytes_sum_the_steps():
+    weights, per_token = 1000, mha.kv_cache_bytes(1, 1, 1, 2, 4, 4)
+    assert perf.generation_bytes(weights, 3, 2, 4) == 3 * weights + (1 + 2 + 3) * per_token
+    with pytest.raises(ValueError, match="new_tokens"):
+        perf.generation_bytes(weights, 0, 2, 4)
+
+
 def test_check_online_softmax():
-    (a, b), (c, d) = perf.ONLINE_SOFTMAX_BLOCKS
+    (a, b), (c, d) = perf_exercises.ONLINE_SOFTMAX_BLOCKS
     m = max(a, b, c, d)
     right = sum(math.exp(s - m) for s in (a, b, c, d))
-    assert perf.check_online_softmax(m, right).ok
-    assert perf.check_online_softmax(m, round(right, 3)).ok
+    assert perf_exercises.check_online_softmax(m, right).ok
+    assert perf_exercises.check_online_softmax(m, round(right, 3)).ok
     first = max(a, b)
     stale = math.exp(a - first) + math.exp(b - first) + math.exp(c - m) + math.exp(d - m)
     for m_answer, l_answer, hint in [
@@ -271,13 +349,13 @@ def test_check_online_softmax():
         (m, sum(math.exp(s) for s in (a, b, c, d)), "subtract the running maximum"),
         (m, 1.0, "sum of the softmax weights"),
     ]:
-        check = perf.check_online_softmax(m_answer, l_answer)
+        check = perf_exercises.check_online_softmax(m_answer, l_answer)
         assert not check.ok and hint in repr(check)
-    malformed = perf.check_online_softmax("four", right)
+    malformed = perf_exercises.check_online_softmax("four", right)
     assert malformed.first_error == "input" and "running_max must be a number" in repr(malformed)
-    negative = perf.check_online_softmax(-1.5, 1.0 + math.exp(-0.5), blocks=((-2.0,), (-1.5,)))
+    negative = perf_exercises.check_online_softmax(-1.5, 1.0 + math.exp(-0.5), blocks=((-2.0,), (-1.5,)))
     assert negative.ok and negative.lines[1:] == ("  m: correct", "  l: correct")  # a maximum may be negative
-    assert perf.check_online_softmax(first, stale).first_error == "m"  # the first wrong step
+    assert perf_exercises.check_online_softmax(first, stale).first_error == "m"  # the first wrong step
 
 
 # --- stored reports ---
@@ -420,7 +498,9 @@ def test_plots_and_explorer_frames():
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [
         "MHA, g = 32",
         "GQA, g = 8",
+        "GQA, g = 8, same shape",
         "MQA, g = 1",
+        "MQA, g = 1, same shape",
         "weights alone",
     ]
     plt.close(fig)
@@ -497,3 +577,11 @@ def test_decode_speedups_pair_rounds_and_count_bytes():
     sp = speedups[2, 8, 1]
     assert sp["median"] == 2.0 and (sp["q1"], sp["q3"]) == (2.0, 3.0)  # rounds: 4/2, 8/2, 6/3
     assert sp["bytes_ratio"] == 4.0 and sp["mha_ms"] == 6.0 and sp["mha_bound_ms"] == pytest.approx(0.4)
+
+
+def test_round_ratios_pair_the_rounds_that_paired_ratio_summarises():
+    report = fake_report()  # looped: (t, t + 1, t + 2) ms, weights: (2t, 2t + 1, 2t + 2) ms
+    ratios = pr.round_ratios(report, pr.LOOPED, pr.WEIGHTS, 8, "forward")
+    assert ratios == [8 / 16, 9 / 17, 10 / 18]
+    summary = pr.paired_ratio(report, pr.LOOPED, pr.WEIGHTS, 8, "forward")
+    assert (summary["q1"], summary["median"], summary["q3"]) == pr.quartiles(ratios) and summary["rounds"] == 3

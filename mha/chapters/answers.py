@@ -1,6 +1,6 @@
 """What an exercise checker returns, and how it reads a reader's answer.
 
-A checker (``worked.check_row``, ``scaling.check_score_variance``, ``configs.check_max_context``,
+A checker (``worked.check_row``, ``scaling.check_score_variance``, ``config_exercises.check_max_context``,
 ...) takes the reader's answer and returns a :class:`Verdict`: ``ok``, the first wrong step and
 one line per step, with a hint for the usual slip. It never raises for a malformed answer (a
 string, NaN, a list of the wrong length): it says what was expected instead, because a

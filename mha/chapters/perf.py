@@ -9,8 +9,9 @@ can be counted exactly is counted here, so the chapter checks it live:
 * the two references the benchmark times ``mha`` against: the least work PyTorch does for a layer
   (:func:`bare_attention_layer`) and grouped-query attention that copies K and V per query head
   (:func:`gqa_repeat_kv_forward`);
-* the bytes one decoding step reads (weights + KV cache) and the speed-up that bounds
-  (:func:`decode_step_bytes`, :func:`decode_speedup_bound`);
+* the bytes one decoding step reads (weights + KV cache), the FLOPs it does, and the speed-up
+  that fewer key/value heads can give a memory-bound step (:func:`decode_step_bytes`,
+  :func:`decode_step_flops`, :func:`decode_speedup_bound`);
 * the checkers of the chapter's exercises (:func:`check_matrix_bytes`, :func:`check_decode_bytes`,
   :func:`check_online_softmax`): each says which step is wrong and gives a hint.
 
@@ -20,7 +21,6 @@ Dh head_dim.
 
 from __future__ import annotations
 
-import math
 import weakref
 from dataclasses import replace
 
@@ -34,7 +34,6 @@ from ..checks import check_divisible, check_positive_int
 from ..counting import kv_cache_bytes
 from ..fused import fused_attention, fused_qkv_projection
 from ..modules import GroupedQueryAttention
-from .answers import Verdict, malformed, matches, read_number, right, wrong
 from .configs import total_params
 from .models import config
 
@@ -230,6 +229,10 @@ def gqa_repeat_kv_forward(module: GroupedQueryAttention, x: torch.Tensor, *, is_
 #: The model of the decoding examples: Llama-2-7B (fp16, 32 layers, 32 heads of 128), from chapter 4.
 DECODE_MODEL = "Llama-2-7B"
 
+#: NVIDIA's published figures for an H100 SXM (its datasheet, not a measurement of this course):
+#: memory bandwidth in bytes/s and dense bf16 tensor-core throughput in FLOP/s.
+H100_SXM = {"bytes_per_s": 3.35e12, "bf16_flops_per_s": 989e12}
+
 
 def decode_step_bytes(
     weight_bytes: int,
@@ -245,8 +248,8 @@ def decode_step_bytes(
     A step computes one new token for each of the B sequences. Its matrix products read each
     weight once for the whole batch; its attention reads the keys and values of the
     ``context_len`` tokens before it, in every layer (:func:`mha.kv_cache_bytes`). Activations
-    (a few vectors per token) are left out. On hardware whose arithmetic outruns its memory,
-    ``time >= bytes / bandwidth``: the roofline of a decoding step.
+    (a few vectors per token) are left out. ``bytes / bandwidth`` is the least time the step can
+    take (the bandwidth ceiling of its roofline; :func:`decode_step_flops` gives the arithmetic).
     """
     if isinstance(weight_bytes, bool) or not isinstance(weight_bytes, int) or weight_bytes < 0:
         raise ValueError(f"weight_bytes must be an int >= 0, found {weight_bytes!r}")
@@ -254,26 +257,137 @@ def decode_step_bytes(
     return weight_bytes + cache
 
 
-def model_decode_step_bytes(
-    batch_size: int, context_len: int, num_kv_heads: int, model: str = DECODE_MODEL, bytes_per_element: int = 2
-) -> int:
-    """:func:`decode_step_bytes` for a published model of :mod:`mha.chapters.configs`, its weights
-    held fixed: only the cache changes with ``num_kv_heads`` (as when a model is trained with GQA
-    and the parameters saved on W_K and W_V are spent elsewhere, as Llama-2-70B did)."""
+def decode_step_flops(
+    matmul_params: int, batch_size: int, context_len: int, num_layers: int, num_heads: int, head_dim: int
+) -> dict:
+    """FLOPs of one decoding step, matrix products only (2 per multiply-add, as :func:`mha.attention_flops`).
+
+    Each weight of a matrix product takes part in one multiply-add per sequence: 2·B·P. Each
+    layer's attention lets the B new queries of all H query heads read ``context_len`` keys and
+    as many values: 2·2·B·n·H·Dh. The second does not depend on the number of key/value heads G:
+    a cached key or value is used H / G times, once by each query head that shares it.
+
+    Returns:
+        dict with ``weights`` (2·B·P), ``attention`` (4·B·n·L·H·Dh) and ``total``.
+    """
+    if isinstance(matmul_params, bool) or not isinstance(matmul_params, int) or matmul_params < 0:
+        raise ValueError(f"matmul_params must be an int >= 0, found {matmul_params!r}")
+    b, n, layers, heads, head_dim = (
+        check_positive_int(name, value)
+        for name, value in (
+            ("batch_size", batch_size),
+            ("context_len", context_len),
+            ("num_layers", num_layers),
+            ("num_heads", num_heads),
+            ("head_dim", head_dim),
+        )
+    )
+    parts = {"weights": 2 * b * matmul_params, "attention": 2 * 2 * b * n * layers * heads * head_dim}
+    parts["total"] = parts["weights"] + parts["attention"]
+    return parts
+
+
+def _model_config(model: str, num_kv_heads: int | None):
+    """``model``'s configuration, or one of the same shape with ``num_kv_heads`` key/value heads."""
     cfg = config(model)
-    weights = model_weight_bytes(model, bytes_per_element)
+    return cfg if num_kv_heads is None else replace(cfg, num_kv_heads=num_kv_heads)
+
+
+def model_weight_bytes(model: str = DECODE_MODEL, bytes_per_element: int = 2, num_kv_heads: int | None = None) -> int:
+    """Bytes of every parameter of a published model (:func:`mha.chapters.configs.total_params`).
+
+    With ``num_kv_heads``: of a model of the same shape with that many key/value heads, whose
+    W_K and W_V shrink with them (a GQA-8 model of Llama-2-7B's shape has 805 M fewer parameters).
+    """
+    cfg = _model_config(model, num_kv_heads)
+    return total_params(cfg) * check_positive_int("bytes_per_element", bytes_per_element)
+
+
+def model_matmul_params(model: str = DECODE_MODEL, num_kv_heads: int | None = None) -> int:
+    """Parameters of a Llama-family model that a decoding step multiplies: every weight but the
+    input embedding table (a lookup of B rows) and the RMSNorm scales (2 per block, 1 at the end)."""
+    cfg = _model_config(model, num_kv_heads)
+    if cfg.family != "llama":
+        raise ValueError(f"model_matmul_params counts Llama-family models, found {model!r} ({cfg.family})")
+    return total_params(cfg) - cfg.vocab_size * cfg.d_model - (2 * cfg.num_layers + 1) * cfg.d_model
+
+
+def model_decode_step_bytes(
+    batch_size: int,
+    context_len: int,
+    num_kv_heads: int,
+    model: str = DECODE_MODEL,
+    bytes_per_element: int = 2,
+    *,
+    fixed_weights: bool = True,
+) -> int:
+    """:func:`decode_step_bytes` for a published model of :mod:`mha.chapters.configs`.
+
+    Two accountings of fewer key/value heads: ``fixed_weights=True`` holds the model's weights as
+    published and only the cache changes with ``num_kv_heads`` (as when the parameters saved on
+    W_K and W_V are spent elsewhere, e.g. on wider feed-forward layers); ``fixed_weights=False``
+    is a model of the same shape whose W_K and W_V shrink with the cache.
+    """
+    cfg = config(model)
+    weights = model_weight_bytes(model, bytes_per_element, None if fixed_weights else num_kv_heads)
     return decode_step_bytes(
         weights, batch_size, context_len, cfg.num_layers, num_kv_heads, cfg.head_dim, bytes_per_element
     )
 
 
-def model_weight_bytes(model: str = DECODE_MODEL, bytes_per_element: int = 2) -> int:
-    """Bytes of every parameter of a published model (:func:`mha.chapters.configs.total_params`)."""
-    return total_params(config(model)) * check_positive_int("bytes_per_element", bytes_per_element)
+def model_decode_step_flops(
+    batch_size: int, context_len: int, num_kv_heads: int, model: str = DECODE_MODEL, *, fixed_weights: bool = True
+) -> dict:
+    """:func:`decode_step_flops` for a Llama-family model (:func:`model_matmul_params`), the two
+    accountings of :func:`model_decode_step_bytes`."""
+    cfg = config(model)
+    check_divisible("num_heads", cfg.num_heads, "num_kv_heads", num_kv_heads)
+    params = model_matmul_params(model, None if fixed_weights else num_kv_heads)
+    return decode_step_flops(params, batch_size, context_len, cfg.num_layers, cfg.num_heads, cfg.head_dim)
+
+
+def model_decode_intensity(
+    batch_size: int, context_len: int, num_kv_heads: int, model: str = DECODE_MODEL, *, fixed_weights: bool = True
+) -> dict:
+    """Arithmetic intensity (FLOPs per byte read) of one fp16 decoding step of ``model``.
+
+    :func:`model_decode_step_flops` over :func:`model_decode_step_bytes`, in parts: ``weights``
+    (about 2·B / 2 = B FLOP per byte: each weight is used once per sequence), ``cache``
+    (exactly H / G in fp16: each cached element is used by the H / G query heads sharing it) and
+    ``step`` (the whole step). A step is bandwidth-bound on hardware whose ridge, peak FLOP/s
+    over bytes/s, lies above these.
+    """
+    flops = model_decode_step_flops(batch_size, context_len, num_kv_heads, model, fixed_weights=fixed_weights)
+    weight_bytes = model_weight_bytes(model, 2, None if fixed_weights else num_kv_heads)
+    total = model_decode_step_bytes(batch_size, context_len, num_kv_heads, model, fixed_weights=fixed_weights)
+    return {
+        "weights": flops["weights"] / weight_bytes,
+        "cache": flops["attention"] / (total - weight_bytes),
+        "step": flops["total"] / total,
+    }
+
+
+def generation_bytes(
+    weight_bytes: int,
+    new_tokens: int,
+    num_kv_heads: int,
+    head_dim: int,
+    bytes_per_element: int = 4,
+    num_layers: int = 1,
+) -> int:
+    """Bytes a generation of ``new_tokens`` tokens at batch 1 reads with a KV cache, from an empty
+    cache: step t (1, 2, ...) reads the weights and the keys and values of t tokens
+    (:func:`decode_step_bytes`)."""
+    check_positive_int("new_tokens", new_tokens)
+    return sum(
+        decode_step_bytes(weight_bytes, 1, t, num_layers, num_kv_heads, head_dim, bytes_per_element)
+        for t in range(1, new_tokens + 1)
+    )
 
 
 def decode_speedup_bound(weight_bytes: int, tokens: int, per_token_kv_head_bytes: int, num_heads: int, g: int):
-    """How much faster a memory-bound step gets with ``g`` key/value heads instead of ``num_heads``.
+    """How much faster a memory-bound step gets with ``g`` key/value heads instead of ``num_heads``,
+    the weights ``weight_bytes`` held fixed.
 
     ``tokens`` is batch x context (the cache holds that many tokens' keys and values) and
     ``per_token_kv_head_bytes`` = 2 · layers · Dh · bytes (K and V of one token, one KV head).
@@ -298,125 +412,3 @@ def tokens_for_speedup(weight_bytes: int, per_token_kv_head_bytes: int, num_head
             f"fraction must be in (0, 1) with fraction * h / g > 1, found {fraction!r} (h/g = {num_heads / g})"
         )
     return weight_bytes * (target - 1) / (per_token_kv_head_bytes * num_heads * (1 - fraction))
-
-
-# ---------------------------------------------------------------------------------------------
-# Exercise checkers (mha.chapters.answers.Verdict): the wrong step and a hint; a message, never a traceback
-# ---------------------------------------------------------------------------------------------
-
-
-def _read_size(name: str, answer):
-    """(value, None) for one finite number >= 0, else (None, what is wrong with it)."""
-    value, problem = read_number(name, answer)
-    if problem is None and value < 0:
-        problem = f"{name} must be >= 0 (a number of bytes or a sum of exponentials), found {value:g}"
-    return (None, problem) if problem else (value, None)
-
-
-def _verdict(title, step, value, expected, slips, tol=1e-4) -> Verdict:
-    """Compare ``value`` with ``expected`` and with each slip, ``(wrong value, hint)`` or
-    ``(wrong value, hint, tolerance)``; tolerances are relative (a rounded GiB figure needs 1e-2)."""
-    if matches(value, expected, tol):
-        return right(title)
-    for wrong_value, hint, *slip_tol in slips:
-        if matches(value, wrong_value, slip_tol[0] if slip_tol else tol):
-            return wrong(title, step, hint)
-    ratio = value / expected if expected else math.inf
-    return wrong(title, step, f"{ratio:.3g} times the right value: recount step by step")
-
-
-def check_matrix_bytes(answer, batch_size: int = 8, num_heads: int = 12, seq_len: int = 4096) -> Verdict:
-    """Exercise 1: the bytes of one fp32 (B, H, T, T) attention-weight tensor.
-
-    Recognises the usual slips: elements instead of bytes, 2 bytes (bf16), both kept matrices,
-    a missing square, batch or heads, GiB or MiB instead of bytes, bits.
-    """
-    title = "bytes of one fp32 (B, H, T, T) tensor"
-    value, problem = _read_size("answer", answer)
-    if problem:
-        return malformed(title, problem)
-    b, h, n = batch_size, num_heads, seq_len
-    expected = attention_matrix_bytes(b, h, n)
-    slips = [
-        (expected / 4, "that is the number of elements; an fp32 element takes 4 bytes"),
-        (expected / 2, "that counts 2 bytes per element (bf16); these weights are fp32, 4 bytes"),
-        (2 * expected, "that is two matrices (the explicit path keeps two); the question asks for one"),
-        (expected / n, "a head's weights are T x T: one per (query, key) pair, so T appears squared"),
-        (expected / h, "the tensor holds every head's matrix: multiply by H"),
-        (expected / b, "the tensor holds every sequence of the batch: multiply by B"),
-        (expected / 2**30, "that is GiB; give the answer in bytes", 1e-2),
-        (expected / 2**20, "that is MiB; give the answer in bytes", 1e-2),
-        (expected / 1e9, "that is GB; give the answer in bytes", 1e-2),
-        (8 * expected, "that is bits; a byte is 8 bits"),
-    ]
-    return _verdict(title, "bytes", value, expected, slips)
-
-
-def check_decode_bytes(answer, num_kv_heads: int, batch_size: int = 1, context_len: int = 4096) -> Verdict:
-    """Exercise 2: the bytes one decoding step of Llama-2-7B (fp16) reads, weights held fixed.
-
-    Recognises: the cache alone, the weights alone, keys without values, one layer's cache,
-    H heads cached instead of G, fp32 instead of fp16, W_K and W_V shrunk with the cache, GiB.
-    """
-    title = f"bytes one decoding step reads, g = {num_kv_heads}"
-    value, problem = _read_size("answer", answer)
-    if problem:
-        return malformed(title, problem)
-    cfg = config(DECODE_MODEL)
-    s, layers = 2, cfg.num_layers
-    weights = total_params(cfg) * s
-    cache = kv_cache_bytes(batch_size, context_len, layers, num_kv_heads, cfg.head_dim, s)
-    expected = weights + cache
-    slips = [
-        (cache, "that is the KV cache alone; every step also reads every weight of the model once"),
-        (weights, "that is the weights alone; the step also reads the keys and values of every earlier token"),
-        (weights + cache / 2, "the cache holds keys *and* values: two tensors per layer"),
-        (weights + cache / layers, f"each of the {layers} layers has its own cache"),
-        (2 * expected, "Llama-2-7B is stored in fp16: 2 bytes per element, not 4"),
-        (expected / 2**30, "that is GiB; give the answer in bytes", 1e-2),
-        (expected / 1e9, "that is GB; give the answer in bytes", 1e-2),
-    ]
-    if num_kv_heads != cfg.num_heads:
-        full = kv_cache_bytes(batch_size, context_len, layers, cfg.num_heads, cfg.head_dim, s)
-        slips.append((weights + full, f"with {num_kv_heads} key/value heads only those are cached, not all h"))
-        shrunk = total_params(replace(cfg, num_kv_heads=num_kv_heads)) * s
-        slips.append((shrunk + cache, "this exercise holds the weights fixed: only the cache changes with g"))
-    return _verdict(title, "bytes", value, expected, slips)
-
-
-#: Exercise 3's row of scores, in two blocks of keys.
-ONLINE_SOFTMAX_BLOCKS = ((2.0, 1.0), (4.0, 3.0))
-
-
-def check_online_softmax(running_max, running_sum, blocks=ONLINE_SOFTMAX_BLOCKS) -> Verdict:
-    """Exercise 3: the running maximum m and sum l of exp(score - m) after the last block.
-
-    Recognises: m not updated by a later block, the sum without rescaling the earlier blocks by
-    exp(m_old - m_new), the sum of plain exp(score) (no maximum subtracted), the softmax
-    weights' sum (1).
-    """
-    title = f"online softmax over the blocks {blocks}"
-    m_value, problem = read_number("running_max", running_max)
-    if problem:
-        return malformed(title, problem)
-    l_value, problem = _read_size("running_sum", running_sum)
-    if problem:
-        return malformed(title, problem)
-    scores = [s for block in blocks for s in block]
-    m, first_max = max(scores), max(blocks[0])
-    m_slips = [(first_max, "a later block holds a larger score: m is the maximum of every score so far")]
-    stale = sum(math.exp(s - first_max) for s in blocks[0]) + sum(math.exp(s - m) for s in blocks[1])
-    l_slips = [
-        (stale, "the first block's sum was taken under its own maximum: multiply it by exp(m_old - m_new)"),
-        (sum(math.exp(s) for s in scores), "that is the sum of exp(score); subtract the running maximum first"),
-        (1.0, "that is the sum of the softmax weights; l is the sum of exp(score - m) before dividing"),
-    ]
-    steps = (
-        ("m", _verdict(title, "m", m_value, m, m_slips if first_max != m else [])),
-        ("l", _verdict(title, "l", l_value, sum(math.exp(s - m) for s in scores), l_slips, tol=1e-3)),
-    )
-    lines, first_error = [title], None
-    for step, verdict in steps:
-        lines += [f"  {step}: correct"] if verdict.ok else list(verdict.lines[1:])
-        first_error = first_error or verdict.first_error
-    return Verdict(ok=first_error is None, first_error=first_error, lines=tuple(lines))

@@ -193,18 +193,25 @@ def time_ratio(report, numerator: str, denominator: str, seq_len: int, key: str 
     return median_ms(report, numerator, seq_len, key) / median_ms(report, denominator, seq_len, key)
 
 
-def paired_ratio(report, numerator: str, denominator: str, seq_len: int, key: str = "forward_backward") -> dict:
-    """The ratio of two implementations round by round: ``{"median", "q1", "q3", "rounds"}``.
+def round_ratios(report, numerator: str, denominator: str, seq_len: int, key: str = "forward_backward") -> list:
+    """time(numerator) / time(denominator) in each round, in the order of the rounds.
 
     Round ``r`` ran both implementations within seconds of each other, so its ratio is what a
-    change of load between rounds does not move. Below 1 means ``numerator`` is faster.
+    change of load between rounds does not move. Below 1 means ``numerator`` was faster.
     """
     top = timing(report, numerator, seq_len, key)["samples_ms"]
     bottom = timing(report, denominator, seq_len, key)["samples_ms"]
     if len(top) != len(bottom):
         raise ValueError(f"{numerator!r} and {denominator!r} have {len(top)} and {len(bottom)} rounds")
-    q1, median, q3 = quartiles([a / b for a, b in zip(top, bottom)])
-    return {"median": median, "q1": q1, "q3": q3, "rounds": len(top)}
+    return [a / b for a, b in zip(top, bottom)]
+
+
+def paired_ratio(report, numerator: str, denominator: str, seq_len: int, key: str = "forward_backward") -> dict:
+    """The ratio of two implementations round by round (:func:`round_ratios`), summarised:
+    ``{"median", "q1", "q3", "rounds"}``. Below 1 means ``numerator`` is faster."""
+    ratios = round_ratios(report, numerator, denominator, seq_len, key)
+    q1, median, q3 = quartiles(ratios)
+    return {"median": median, "q1": q1, "q3": q3, "rounds": len(ratios)}
 
 
 def verdict(ratio: dict) -> str:

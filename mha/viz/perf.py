@@ -166,7 +166,8 @@ class StoredBenchmark(LiveFigure):
 
 def plot_decode_roofline(*, kv_heads=(32, 8, 1), model: str = DECODE_MODEL, ax=None):
     """Bytes one decoding step of ``model`` (fp16) reads against batch x context, for MHA, GQA and
-    MQA (log-log), with the weights alone as the floor every step pays."""
+    MQA (log-log): solid with the weights held as published, dashed for a model of the same shape
+    whose W_K and W_V shrink with g; the published weights alone as a dotted floor."""
     fig, ax = _axes(ax)
     tokens = np.logspace(8, 21, 40, base=2)  # batch x context, 256 .. 2M
     num_heads = max(kv_heads)
@@ -174,7 +175,10 @@ def plot_decode_roofline(*, kv_heads=(32, 8, 1), model: str = DECODE_MODEL, ax=N
         name = "MHA" if g == num_heads else "MQA" if g == 1 else "GQA"
         gib = [model_decode_step_bytes(1, int(t), g, model) / GIB for t in tokens]
         ax.plot(tokens, gib, color=HEAD_COLORS[i], label=f"{name}, g = {g}")
-    ax.axhline(model_weight_bytes(model) / GIB, color="0.4", linestyle="--", linewidth=1, label="weights alone")
+        if g != num_heads:
+            shrunk = [model_decode_step_bytes(1, int(t), g, model, fixed_weights=False) / GIB for t in tokens]
+            ax.plot(tokens, shrunk, "--", color=HEAD_COLORS[i], label=f"{name}, g = {g}, same shape")
+    ax.axhline(model_weight_bytes(model) / GIB, color="0.4", linestyle=":", linewidth=1, label="weights alone")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("batch x context (tokens in the KV cache)")
