@@ -9,7 +9,7 @@ outputs are really there and are what `make notebooks` wrote:
 * every notebook has compared cells; none stores an error or (outside ignored cells) stderr;
 * ``# NBVAL_IGNORE_OUTPUT`` marks only explorer and timing cells;
 * no checked output holds a device name, a memory address or a kernel temp path;
-* every notebook and page in ``book/`` is in ``_toc.yml``, chapters in number order;
+* every notebook and page in ``book/`` is in ``_toc.yml``, in its part (the core path in order);
 * no assert compares constants only, and no print states a verdict as a literal ("...: True"):
   a check must involve a computed value (chapters in ``LITERAL_ASSERT_CHAPTERS``);
 * a block of asserts that prints nothing hides its input, and the prose keeps the notation page's
@@ -36,7 +36,6 @@ from nbval_cells import cell_counts  # noqa: E402
 from notebooks import WIDGET_VIEW, all_texts, out_of_sync, read_text, text_path  # noqa: E402
 
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
-CHAPTER = re.compile(r"^(\d\d)_[a-z0-9_]+$")
 #: Calls whose only purpose is output: a cell that makes one must have stored output.
 OUTPUT_CALLS = {"print", "display", "show"}
 #: Text that must never reach a checked output (it differs between machines or runs).
@@ -193,16 +192,24 @@ def test_one_title_then_sections(path):
     assert sum(h.startswith("# ") for h in headings) == 1, f"{path.name}: more than one '# ' title"
 
 
+def toc_parts() -> list[tuple[str, list[str]]]:
+    """``(caption, [page, ...])`` for each part of ``_toc.yml``, pages without suffix."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    parts = []
+    for part in toc.get("parts", []):
+        pages = []
+        for entry in part.get("chapters", []):
+            pages += [entry["file"]] + [section["file"] for section in entry.get("sections", [])]
+        parts.append((part.get("caption", ""), [str(Path(f).with_suffix("")) for f in pages]))
+    return parts
+
+
 def toc_files() -> list[str]:
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    files = [toc["root"]]
-    for entry in toc.get("chapters", []):
-        files.append(entry["file"])
-        files += [section["file"] for section in entry.get("sections", [])]
-    return [str(Path(f).with_suffix("")) for f in files]
+    return [str(Path(toc["root"]).with_suffix(""))] + [page for _, pages in toc_parts() for page in pages]
 
 
-def test_every_page_is_in_the_toc_in_order():
+def test_every_page_is_in_the_toc_in_its_part():
     files = toc_files()
     pages = sorted(
         str(p.relative_to(ROOT).with_suffix(""))
@@ -211,14 +218,18 @@ def test_every_page_is_in_the_toc_in_order():
     )
     missing = sorted(set(pages) - set(files))
     assert not missing, f"pages in book/ that _toc.yml leaves out (the build skips them): {missing}"
-    assert files[:3] == ["book/intro", "book/notation", "book/how_to_use"], files[:3]
-    assert files[-2:] == ["book/glossary", "book/references"], files[-2:]
-    chapters = [Path(f).name for f in files[3:-2]]
-    # the learner's own chapter follows the worked example it builds on
-    assert chapters[chapters.index("03_worked_example") + 1] == "build_it_yourself", chapters
-    chapters.remove("build_it_yourself")
-    assert all(CHAPTER.match(name) for name in chapters), chapters
-    assert chapters == sorted(chapters), f"chapters out of number order: {chapters}"
+    assert len(files) == len(set(files)), "a page listed twice"
+    parts = dict(toc_parts())
+    assert list(parts) == ["The course", "Deep dives", "Reference"], list(parts)
+    core = [Path(p).name for p in parts["The course"]]
+    # the core path in the order the course promises: why one head, the math, the worked example,
+    # build it yourself, the costs, merging the heads, where next
+    assert core[:4] == ["01_single_head_limits", "02_multi_head_math", "03_worked_example", "build_it_yourself"]
+    assert core[4:] == ["04_parameter_analysis", "05_merging_heads", "where_next"], core
+    assert [Path(p).name for p in parts["Reference"]] == ["how_to_use", "notation", "glossary", "references"]
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    numbered = {part["caption"]: part.get("numbered", False) for part in toc["parts"]}
+    assert numbered == {"The course": True, "Deep dives": True, "Reference": False}, numbered
 
 
 def test_must_have_output_rule():
@@ -249,6 +260,7 @@ LITERAL_ASSERT_CHAPTERS = [
     "06_making_it_fast",
     "07_pretrained_heads",
     "build_it_yourself",
+    "where_next",
     "how_to_use",
 ]
 #: Calls that give a constant when every argument is one: builtins and everything in ``math``.
