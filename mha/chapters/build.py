@@ -11,11 +11,17 @@ usual slip built in and names the one that matches. It never raises, whatever th
 
 from __future__ import annotations
 
+import functools
+import textwrap
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .answers import Verdict, malformed, right, wrong
+
+#: The width of a verdict's lines: the book's code column shows about 80 characters.
+WIDTH = 78
 
 # ------------------------------------------------------------------------------------------------
 # Running the learner's code without letting it raise
@@ -45,6 +51,27 @@ def _read_tensor(name: str, value, shape: tuple, *, allow_nan: bool = False) -> 
     if not allow_nan and not torch.isfinite(value).all():
         return None, f"{name} holds NaN or infinity"
     return value, None
+
+
+def _readable(check):
+    """A checker whose verdict fits the page: lines wrapped at :data:`WIDTH`, and an unwritten stub
+    (``raise NotImplementedError``) answered as such rather than as an error."""
+
+    @functools.wraps(check)
+    def wrapper(*args, **kwargs) -> Verdict:
+        verdict = check(*args, **kwargs)
+        if any("NotImplementedError" in line for line in verdict.lines[1:]):
+            note = (
+                "  not written yet: replace `raise NotImplementedError(...)` with your code, then run this cell again"
+            )
+            verdict = Verdict(ok=False, first_error="not written", lines=(verdict.lines[0], note))
+        lines = [verdict.lines[0]]
+        for line in verdict.lines[1:]:
+            indent = " " * (len(line) - len(line.lstrip()) + 2)
+            lines += textwrap.wrap(line, WIDTH, subsequent_indent=indent, break_on_hyphens=False) or [line]
+        return Verdict(ok=verdict.ok, first_error=verdict.first_error, lines=tuple(lines))
+
+    return wrapper
 
 
 def _pair(result, where: str):
@@ -106,6 +133,7 @@ def _attention_cases():
     return cases
 
 
+@_readable
 def check_attention(fn) -> Verdict:
     """Step 1: ``fn(q, k, v, mask=None)`` returns ``(output, weights)``; mask boolean, True = may attend.
 
@@ -161,6 +189,7 @@ def check_attention(fn) -> Verdict:
 # ------------------------------------------------------------------------------------------------
 
 
+@_readable
 def check_causal_mask(fn) -> Verdict:
     """Step 2: ``fn(T)`` returns the boolean (T, T) causal mask, True = may attend (key j <= query i)."""
     title = "causal_mask"
@@ -216,6 +245,7 @@ def _split(x, num_heads, slip=None):
     return x.view(b, t, num_heads, d // num_heads).transpose(1, 2)  # (B, H, T, Dh)
 
 
+@_readable
 def check_split_merge(split_heads, merge_heads) -> Verdict:
     """Step 3: ``split_heads(x, num_heads)``: (B, T, D) -> (B, H, T, Dh), head i holding features
     i·Dh … (i+1)·Dh − 1 (PyTorch's layout); ``merge_heads``: its inverse, (B, H, T, Dh) -> (B, T, D)."""
@@ -348,6 +378,7 @@ def _build_module(cls, params: dict, d_model: int):
     return module, None
 
 
+@_readable
 def check_multi_head_attention(cls) -> Verdict:
     """Step 4: ``cls(d_model, num_heads)``, an ``nn.Module`` with ``q_proj``, ``k_proj``, ``v_proj``,
     ``out_proj`` (each ``nn.Linear(d_model, d_model)``, with bias) and ``forward(query, key, value,
