@@ -393,17 +393,18 @@ def check_multi_head_attention(cls) -> Verdict:
     title = "MultiHeadAttention"
     if not callable(cls):
         return malformed(title, f"give your class, found {type(cls).__name__}")
-    ref = reference_module()
-    params, d_model = _params(ref), ref.embed_dim
-    module, problem = _build_module(cls, params, d_model)
-    if problem:
-        return wrong(title, problem[0], problem[1])
     gen = torch.Generator().manual_seed(4)
-    for where, b, t, s, causal in [
-        ("self-attention", 2, 5, 5, False),
-        ("cross-attention", 2, 4, 6, False),
-        ("self-attention with a causal mask", 3, 5, 5, True),
+    for d_model, num_heads, where, b, t, s, causal in [
+        (12, 3, "self-attention", 2, 5, 5, False),
+        (12, 3, "cross-attention", 2, 4, 6, False),
+        (12, 3, "self-attention with a causal mask", 3, 5, 5, True),
+        (8, 2, "cross-attention", 1, 3, 7, False),
     ]:
+        ref = reference_module(d_model, num_heads)
+        params = _params(ref)
+        module, problem = _build_module(cls, params, d_model)
+        if problem:
+            return wrong(title, problem[0], problem[1])
         query = torch.randn(b, t, d_model, generator=gen, dtype=torch.float64)
         key = (
             query
@@ -411,7 +412,7 @@ def check_multi_head_attention(cls) -> Verdict:
             else torch.randn(b, s, d_model, generator=gen, dtype=torch.float64)
         )
         mask = torch.ones(t, s, dtype=torch.bool).tril() if causal else None
-        where = f"{where} (B = {b}, T = {t}, S = {s})"
+        where = f"{where} (d_model = {d_model}, h = {num_heads}, B = {b}, T = {t}, S = {s})"
         with torch.no_grad():
             expected, expected_w = ref(
                 query, key, key, attn_mask=None if mask is None else ~mask, average_attn_weights=False
@@ -441,4 +442,8 @@ def check_multi_head_attention(cls) -> Verdict:
         if not torch.isfinite(output).all():
             hint = "the output holds NaN or infinity: is a whole row blocked, or -inf added outside the mask?"
         return wrong(title, "output", f"for {where}: {hint}")
-    return right(title, "correct: equal to nn.MultiheadAttention for self-attention, cross-attention and a causal mask")
+    return right(
+        title,
+        "correct: equal to nn.MultiheadAttention for self-attention, cross-attention and a causal mask, "
+        "with 3 heads and with 2",
+    )
