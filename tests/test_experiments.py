@@ -366,6 +366,23 @@ def test_figures():
     assert E.head_maps_alt(4, seed=0).startswith("4 heads, seed 0: head 1 attends mostly to the tokens ")
 
 
+def test_accuracy_vs_heads_readouts():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    both = viz.head_count.plot_accuracy_vs_heads(4)
+    mlp_only = viz.head_count.plot_accuracy_vs_heads(4, readouts=("mlp",))
+    labels = [[t.get_text() for t in fig.axes[0].get_legend().get_texts()] for fig in (both, mlp_only)]
+    assert labels == [["MLP readout (3 seeds)", "linear readout (1 seed)"], ["MLP readout (3 seeds)"]]
+    assert "1,500 steps" in mlp_only.axes[0].get_title()  # the budget is named on the figure
+    plt.close("all")
+    for bad in ((), ("lstm",)):
+        with pytest.raises(ValueError, match="readouts must be"):
+            viz.head_count.plot_accuracy_vs_heads(4, readouts=bad)
+
+
 # ---------------------------------------------------------------- exercise checkers
 
 MALFORMED = ["half", float("nan"), [0.1, 0.2, 0.3], True, {"a": 1}]

@@ -1,4 +1,4 @@
-"""Chapter 1's experiment: models that differ only in their number of heads.
+"""Chapter 1's experiment and its deep dive: models that differ only in their number of heads.
 
 The task, the model and the training loop are :mod:`mha.chapters.task`'s: at every position,
 name the tokens ``1, 2, ..., k`` places back, with one causal attention layer of ``h`` heads.
@@ -292,7 +292,7 @@ def head_maps_alt(num_heads: int = 2, seed: int = 0) -> str:
 
 
 def check_head_params(num_heads, attention_layer=None, head_dim=None, *, d_model: int = D_MODEL) -> Verdict:
-    """Check exercise 5: the attention layer's parameters and d_k for ``num_heads`` heads.
+    """Check chapter 1's exercise 3: the attention layer's parameters and d_k for ``num_heads`` heads.
 
     Args:
         num_heads: h (a divisor of ``d_model``).

@@ -1,6 +1,7 @@
 """Which relations a *linear* readout can read on every input, when the heads' weights follow positions.
 
-Chapter 1's argument. Head ``h`` puts the fixed weight ``A[h, j]`` on the token ``j`` places back
+The argument of chapter 1's deep dive (``chapters/08_head_count_experiments.md``). Head ``h`` puts
+the fixed weight ``A[h, j]`` on the token ``j`` places back
 (``j = 0`` is the token itself). A linear readout's preference for symbol B over symbol A is a sum of one
 term per head and token, ``sum_h sum_j A[h, j] g_h(x_{t-j})``; with ``c_h = g_h(B) - g_h(A)`` the change
 of the token at offset ``j`` from A to B moves it by ``beta_j = sum_h c_h A[h, j]``, a *combination* of
@@ -33,7 +34,8 @@ from .answers import Report, Verdict, read_int
 
 _TOL = 1e-9
 
-#: Exercise 4's heads: weights on the tokens 0, 1, 2, 3 places back (the rest lies further back).
+#: The heads of exercise 2 of chapter 1's deep dive: weights on the tokens 0, 1, 2, 3 places back
+#: (the rest lies further back).
 EXERCISE_WEIGHTS = ((0.05, 0.6, 0.3, 0.05), (0.0, 0.1, 0.45, 0.45))
 
 
@@ -123,7 +125,8 @@ def _combination_text(c: torch.Tensor, beta: torch.Tensor, offset: int) -> str:
 
 
 def check_readable(answer, weights=EXERCISE_WEIGHTS) -> Verdict:
-    """Check exercise 4: which relations (offsets >= 1) can a linear readout read on every input?
+    """Check exercise 2 of chapter 1's deep dive: which relations (offsets >= 1) can a linear readout
+    read on every input?
 
     Args:
         answer: the offsets you think pass, e.g. ``[1, 3]`` (an empty list for none).

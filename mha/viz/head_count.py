@@ -1,4 +1,4 @@
-"""Chapter 1's figures: each head's attention map, accuracy against the number of heads, the grid
+"""Chapter 1's figures (and its deep dive's): each head's attention map, accuracy against the number of heads, the grid
 of (relations, heads), and learning curves (accuracy against training steps).
 
 The numbers come from :mod:`mha.chapters.head_count` (the cached grid and curves).
@@ -76,11 +76,16 @@ class HeadMaps(LiveFigure):
         return [*(image for ax in fig.axes for image in ax.images), *spines(*fig.axes), labels, suptitle(fig)]
 
 
-def plot_accuracy_vs_heads(num_relations: int = DEFAULT_RELATIONS, *, ax=None):
-    """Held-out accuracy against the number of heads (mean over seeds, bars = min to max)."""
+def plot_accuracy_vs_heads(num_relations: int = DEFAULT_RELATIONS, *, readouts=tuple(GRID_SEEDS), ax=None):
+    """Held-out accuracy against the number of heads (mean over seeds, bars = min to max), one line
+    per readout in ``readouts`` (``"mlp"``, ``"linear"``). Returns the figure."""
+    unknown = [r for r in readouts if r not in GRID_SEEDS]
+    if unknown or not readouts:
+        raise ValueError(f"readouts must be a non-empty selection of {sorted(GRID_SEEDS)}, got {list(readouts)}")
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 3.5))
-    for i, readout in enumerate(GRID_SEEDS):
+    for readout in readouts:
+        i = list(GRID_SEEDS).index(readout)  # the same colour per readout in every selection
         summary = grid_summary(readout)
         heads = [h for h in GRID_HEADS if (num_relations, h) in summary]
         stats = [summary[(num_relations, h)] for h in heads]
