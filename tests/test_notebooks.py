@@ -259,6 +259,7 @@ LITERAL_ASSERT_CHAPTERS = [
     "05_merging_heads",
     "06_making_it_fast",
     "07_pretrained_heads",
+    "08_head_count_experiments",
     "build_it_yourself",
     "where_next",
     "how_to_use",
@@ -466,6 +467,34 @@ def test_assert_blocks_are_folded_and_prose_keeps_the_notation(stem):
     assert not slips, f"{stem}: prose against the notation page:\n  " + "\n  ".join(slips)
 
 
+#: The page that shows a reader what a check looks like, and how many assert lines it may show.
+SHOWN_CHECK = ("how_to_use", 2)
+REMOVED = {"remove-input", "remove-cell"}
+
+
+def visible_asserts(cell) -> int:
+    """Assert statements a reader sees: those of a code cell whose source the page renders."""
+    if cell.cell_type != "code" or REMOVED & set(cell.get("metadata", {}).get("tags", [])):
+        return 0
+    try:
+        tree = ast.parse(python_source(cell))
+    except SyntaxError:
+        return 0
+    return sum(isinstance(node, ast.Assert) for node in ast.walk(tree))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_assert_line_is_visible_on_any_page(path):
+    """The page shows the lesson; the checks run in cells tagged remove-input or remove-cell (a folded
+    hide-input cell still shows its asserts to whoever opens it). One page shows one check, on purpose."""
+    nb = nbformat.read(path, as_version=4)
+    shown = sum(visible_asserts(cell) for cell in nb.cells)
+    allowed = SHOWN_CHECK[1] if path.stem == SHOWN_CHECK[0] else 0
+    assert shown <= allowed, f"{path.name}: {shown} assert statements render on the page (tag their cells remove-input)"
+    if path.stem == SHOWN_CHECK[0]:
+        assert shown >= 1, f"{path.name} should show the reader one check"
+
+
 def test_readability_rules_on_examples():
     cell = nbformat.v4.new_code_cell
     block = "\n".join(f"assert x[{i}] == {i}" for i in range(4))
@@ -477,4 +506,8 @@ def test_readability_rules_on_examples():
     assert not is_visible_assert_block(cell("assert a == 1\nassert b == 2"))
     assert notation_slips("row $i$ is a query token") and notation_slips(r"$\sum_{m=1}^{5} e^{s_{jm}}$")
     assert notation_slips("A 24 GB card") and notation_slips("needs 16GB")
+    assert visible_asserts(cell(block)) == 4 and visible_asserts(hidden) == 4  # folded is not removed
+    removed = cell(block)
+    removed.metadata["tags"] = ["remove-input"]
+    assert visible_asserts(removed) == 0
     assert not notation_slips("row $t$ of head $i$'s $A_i$; $\\sum_{l=1}^{5}$; 24 GiB; $m$ keys")
