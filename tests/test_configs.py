@@ -14,6 +14,7 @@ import mha
 from mha import viz
 from mha.chapters import config_exercises as X
 from mha.chapters import configs as C
+from mha.chapters import tables
 
 ALL_CONFIGS = C.CLASSIC_CONFIGS + C.LLAMA2_CONFIGS
 
@@ -399,6 +400,19 @@ def test_format_helpers():
     assert C.format_bytes(640 * 2**20) == "640.00 MiB" and C.format_bytes(12) == "12 B"
     table = C.format_table([{"a": 1, "b": 0.5}], {"a": ("A", ","), "b": ("bee", ".1%")})
     assert table.splitlines() == ["A    bee", "-  -----", "1  50.0%"]
+
+
+def test_chapter_tables():
+    params = tables.param_table_text(C.param_table(C.CLASSIC_CONFIGS)).splitlines()
+    assert params[0].split()[:4] == ["model", "d_model", "h", "d_k"] and len(params) == 2 + len(C.CLASSIC_CONFIGS)
+    assert "124,439,808" in next(line for line in params if "GPT-2 small" in line)
+    assert params[-1].endswith("31.6%")  # GPT-2 XL's attention share
+    kv = tables.kv_table_text(C.kv_cache_table(C.LLAMA2_CONFIGS, seq_lens=(4096,), precisions=("fp16",)))
+    assert [line.split()[-2:] for line in kv.splitlines()[2:]] == [["2.00", "GiB"], ["1.25", "GiB"]]
+    values = C.calculator(8192, 64, 8, 80, 4096, batch_size=4, bytes_per_element=2)
+    lines = tables.calculator_text(values).splitlines()
+    assert len(lines) == len(values) == len(tables.CALCULATOR_LABELS)
+    assert lines[-2].endswith("5.00 GiB") and lines[-1].endswith("40.00 GiB") and lines[1].endswith("150,994,944")
 
 
 @pytest.mark.parametrize(

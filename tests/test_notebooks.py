@@ -455,7 +455,11 @@ def is_visible_assert_block(cell) -> bool:
     except SyntaxError:
         return False
     asserts = sum(isinstance(node, ast.Assert) for node in ast.walk(tree))
-    return asserts >= MAX_VISIBLE_ASSERTS and not must_have_output(cell) and not tags & {"hide-input", "hide-cell"}
+    return (
+        asserts >= MAX_VISIBLE_ASSERTS
+        and not must_have_output(cell)
+        and not tags & {"hide-input", "hide-cell", "remove-input", "remove-cell"}
+    )
 
 
 @pytest.mark.parametrize("stem", REVIEWED_CHAPTERS)

@@ -227,6 +227,20 @@ def test_single_head_of_the_same_size():
     assert out[0, :, DK:].abs().max() < 1e-12
 
 
+def test_two_heads_and_one_figure():
+    import matplotlib.pyplot as plt
+
+    ex = mha.worked_example()
+    _, single_weights = worked.single_head_module(ex)(ex.x[None])
+    fig = viz.worked.plot_two_heads_and_one(ex, single_weights[0].detach())
+    try:
+        titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+        assert titles == ["two heads: head 1", "two heads: head 2", "one head of size 8"]
+        assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == list(worked.token_labels(ex.tokens))
+    finally:
+        plt.close(fig)
+
+
 # ----------------------------------------------------------------------------------------------
 # Formatting
 # ----------------------------------------------------------------------------------------------

@@ -199,6 +199,27 @@ def show(example: WorkedExample, step: str) -> None:
         display(m)
 
 
+def plot_two_heads_and_one(example: WorkedExample, single_weights):
+    """The two heads' weights next to those of one head of the same total size.
+
+    Shapes:
+        single_weights (T, T), the single head's weights on the example's tokens.
+    Returns:
+        matplotlib.figure.Figure
+    """
+    use_style()
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.6))
+    labels = token_labels(example.tokens)
+    for h in range(example.num_heads):
+        title = f"two heads: head {h + 1}"
+        plot_attention(example.weights[h], labels, example.tokens, ax=axes[h], title=title, color=head_color(h))
+    plot_attention(single_weights, labels, example.tokens, ax=axes[2], title="one head of size 8", color="#555555")
+    for ax in axes[1:]:
+        ax.set_ylabel("")
+    fig.tight_layout()
+    return fig
+
+
 def _row_text(values) -> str:
     return " ".join(f"{float(v):6.3f}" for v in values)
 
