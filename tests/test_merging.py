@@ -268,6 +268,20 @@ def test_explorer_render_and_alt():
     assert role_heads.merge_example_alt("average", "cat chases mouse").endswith("cat 0.50, mouse 0.50.")
 
 
+def test_out_proj_blocks_figure():
+    """One panel per merge, its rank in the title (float32 noise must not raise a rank-Dh matrix)."""
+    import matplotlib.pyplot as plt
+
+    names = ("concat", "concat_lowrank", "average")
+    mats = {m: merge_folding.equivalent_out_proj(seeded_module(16, 4, m)) for m in names}
+    fig = viz.merging.plot_out_proj_blocks(mats, num_heads=4)
+    titles = [ax.get_title() for ax in fig.axes if ax.axison]
+    assert titles == ["concat: rank 16", "concat_lowrank: rank 4", "average: rank 4"]
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == [f"head {i}" for i in range(1, 5)]
+    assert not fig.axes[3].axison  # the empty fourth panel is switched off
+    plt.close(fig)
+
+
 def test_hand_built_example_covers_the_four_merges():
     with pytest.raises(ValueError, match="the hand-built example covers the merges"):
         role_heads.role_heads_example("concat_lowrank")

@@ -1,4 +1,5 @@
-"""Chapter 5's experiment: chapter 1's task and model, trained with each way of merging the heads.
+"""Chapter 5's experiment (shown in its deep dive, ``chapters/09_merging_experiments.md``): chapter 1's
+task and model, trained with each way of merging the heads.
 
 :func:`merge_experiment` trains the one-layer model of :mod:`mha.chapters.task` with
 ``MergedMultiHeadAttention(merge=strategy)`` (:mod:`mha.chapters.merging`) and tests it; with

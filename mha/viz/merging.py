@@ -1,5 +1,6 @@
-"""Chapter 5's figures: the hand-built two-role example under each merge, and the merge sweeps
-(learning curves per merge, the learning-rate sweep, accuracy against parameters).
+"""Chapter 5's figures: the equivalent W^O of each merge in blocks, the hand-built two-role example
+under each merge, and the merge sweeps of the deep dive (learning curves per merge, the
+learning-rate sweep, accuracy against parameters).
 
 The numbers come from :mod:`mha.chapters.merging`, :mod:`mha.chapters.merge_training` and
 :mod:`mha.chapters.role_heads`.
@@ -10,6 +11,7 @@ from __future__ import annotations
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
+import torch
 
 from ..chapters.merge_training import at_budget, select
 from ..chapters.merging import STRATEGIES
@@ -21,6 +23,39 @@ from .plotting import head_color
 #: One colour and marker per merge strategy, in every figure of the chapter.
 STRATEGY_COLORS = dict(zip(STRATEGIES, ("#0072B2", "#56B4E9", "#E69F00", "#009E73", "#CC79A7")))
 STRATEGY_MARKERS = dict(zip(STRATEGIES, ("o", "v", "s", "^", "D")))
+
+
+def plot_out_proj_blocks(matrices: dict, num_heads: int):
+    """One heatmap per merge of the W^O with which a concatenation computes what the merge computes
+    (formula layout, Concat(H) W^O: rows are the heads' features, one block of Dh rows per head,
+    columns the output features), with the matrix's rank in the title.
+
+    ``matrices``: merge name -> (D, H*Dh) tensor in ``nn.Linear`` layout, as
+    :func:`mha.chapters.merge_folding.equivalent_out_proj` returns it. Returns the figure.
+    """
+    names = list(matrices)
+    cols = 2 if len(names) > 1 else 1
+    rows = -(-len(names) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 4.4 * rows), squeeze=False)
+    for ax, name in zip(axes.flat, names):
+        rank = int(torch.linalg.matrix_rank(matrices[name].detach().cpu()))  # at the matrix's own precision
+        w_o = matrices[name].detach().to("cpu", torch.float64).numpy().T  # (H*Dh, D): block i meets head i
+        head_dim, limit = w_o.shape[0] // num_heads, np.abs(w_o).max()
+        ax.imshow(w_o, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="equal")
+        for i in range(1, num_heads):
+            ax.axhline(i * head_dim - 0.5, color="black", lw=1.6)
+        centres = [(i + 0.5) * head_dim - 0.5 for i in range(num_heads)]
+        ax.set_yticks(centres, [f"head {i + 1}" for i in range(num_heads)], fontsize=11)
+        for i, label in enumerate(ax.get_yticklabels()):
+            label.set_color(head_color(i))
+        ax.set_xticks([])
+        ax.set_xlabel(f"output feature (d_model = {w_o.shape[1]})", fontsize=11)
+        ax.set_title(f"{name}: rank {rank}", fontsize=12)
+    for ax in axes.flat[len(names) :]:
+        ax.axis("off")
+    fig.suptitle(f"The $W^O$ of each merge: one block of $d_k$ = {head_dim} rows per head", fontsize=13)
+    fig.tight_layout()
+    return fig
 
 
 def _heatmap(ax, values, rows, cols, title, color):
