@@ -260,6 +260,7 @@ LITERAL_ASSERT_CHAPTERS = [
     "06_making_it_fast",
     "07_pretrained_heads",
     "08_head_count_experiments",
+    "09_merging_experiments",
     "build_it_yourself",
     "where_next",
     "how_to_use",
