@@ -13,7 +13,7 @@
 #   make test-portable    nbval over every chapter as two other CPUs compute (other kernels, 1 and 2 threads)
 #   make caches           retrain and rewrite every cache in mha/data/ (minutes, with progress bars)
 #   MHA_DEVICE=cuda make test-gpu   unit tests and nbval with every chapter computing on CUDA
-#   make budget           time nbval per chapter and the book build against the course's budget
+#   make budget           reading minutes per page and part, then nbval per chapter and the book build, against the budget
 #   make lab              install JupyterLab (requirements-lab.txt), copy the chapters to lab/, open them there
 #   make test-lab         run chapters 3, 4 and 7 in a headless JupyterLab, move their explorers, time them
 PYTHON ?= python3
@@ -148,6 +148,7 @@ test-gpu: install
 	@$(PY) scripts/nbval_cells.py $(NOTEBOOKS) | tail -n 1
 
 budget: install
+	$(PY) scripts/reading_time.py --check
 	$(PY) scripts/measure_budget.py
 
 clean:

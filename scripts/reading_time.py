@@ -28,6 +28,7 @@ CORE_BUDGET, CORE_CHAPTER_BUDGET, DEEP_DIVE_BUDGET = 150.0, 30.0, 45.0
 FOLDED = {"remove-input", "remove-cell", "hide-input", "hide-cell"}
 FENCE = re.compile(r"^(```|~~~)")
 IMAGE = re.compile(r"!\[[^\]]*\]\(|```\{(?:image|figure)\}")
+IMAGE_MARKUP = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 
 
 def _prose_words(markdown: str) -> tuple[int, int]:
@@ -41,7 +42,8 @@ def _prose_words(markdown: str) -> tuple[int, int]:
             and stripped.endswith((")=", ":", "+++", "---"))
         ):
             continue
-        words += len(stripped.split())
+        stripped = IMAGE_MARKUP.sub(" ", stripped)
+        words += sum(1 for token in stripped.split() if any(ch.isalnum() for ch in token))
     return words, images
 
 
