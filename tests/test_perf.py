@@ -585,3 +585,21 @@ def test_round_ratios_pair_the_rounds_that_paired_ratio_summarises():
     assert ratios == [8 / 16, 9 / 17, 10 / 18]
     summary = pr.paired_ratio(report, pr.LOOPED, pr.WEIGHTS, 8, "forward")
     assert (summary["q1"], summary["median"], summary["q3"]) == pr.quartiles(ratios) and summary["rounds"] == 3
+
+
+def test_source_lines_shows_the_named_lines_without_the_docstring():
+    from mha.chapters.tables import source_lines
+
+    whole = source_lines(perf.bare_attention_layer)
+    assert whole.startswith("def bare_attention_layer") and '"""' not in whole and "return F.linear" in whole
+    method = source_lines(mha.fused.FusedLinear.forward)  # a method: dedented, decorator kept
+    assert method.splitlines()[:2] == ["@staticmethod", "def forward(ctx, x, bias, *weights):"]
+    part = source_lines(mha.attention.blockwise_attention, "for start in range", "row_max = new_max")
+    lines = part.splitlines()
+    assert lines[0].startswith("for start in range") and lines[-1].strip() == "row_max = new_max"
+    assert lines[1].startswith("    ")  # the loop body keeps its indentation relative to the loop
+    assert source_lines(perf.bare_attention_layer, "return F.linear").startswith("return F.linear")  # to the end
+    with pytest.raises(ValueError, match="start marker 'no such line' not found"):
+        source_lines(perf.bare_attention_layer, "no such line")
+    with pytest.raises(ValueError, match="stop marker 'no such line' not found"):
+        source_lines(perf.bare_attention_layer, "qkv = F.linear", "no such line")

@@ -76,3 +76,34 @@ def calculator_text(values: dict) -> str:
         f"{CALCULATOR_LABELS[key]:30s} {format_bytes(value) if 'bytes' in key else f'{value:,.0f}'}"
         for key, value in values.items()
     )
+
+
+def source_lines(obj, start: str | None = None, stop: str | None = None) -> str:
+    """The source of ``obj`` as a page shows it: the lines that carry the idea, not the docstring.
+
+    Without markers: the whole source (decorators and signature included), its docstring left
+    out. With ``start``: from the first line that contains it through the first line at or after
+    it that contains ``stop`` (or to the end), dedented. A marker that is not found raises
+    ``ValueError``, so a page never prints other lines than the ones it names.
+    """
+    import ast
+    import inspect
+    import textwrap
+
+    lines = textwrap.dedent(inspect.getsource(obj)).splitlines()
+    node = ast.parse("\n".join(lines)).body[0]
+    body = getattr(node, "body", [])
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+        if isinstance(body[0].value.value, str):  # drop the docstring's lines (1-based, inclusive)
+            del lines[body[0].lineno - 1 : body[0].end_lineno]
+    if start is None:
+        return "\n".join(lines)
+    first = next((i for i, line in enumerate(lines) if start in line), None)
+    if first is None:
+        raise ValueError(f"start marker {start!r} not found in the source of {obj.__qualname__}")
+    last = len(lines) - 1
+    if stop is not None:
+        last = next((i for i in range(first, len(lines)) if stop in lines[i]), None)
+        if last is None:
+            raise ValueError(f"stop marker {stop!r} not found after {start!r} in the source of {obj.__qualname__}")
+    return textwrap.dedent("\n".join(lines[first : last + 1]))
