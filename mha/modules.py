@@ -227,34 +227,29 @@ class MultiHeadAttention(nn.Module):
     def forward(
         self, query, key=None, value=None, *, mask=None, key_padding_mask=None, need_weights=True, is_causal=False
     ):
-        """Attention of ``query`` over ``key``/``value`` (self-attention when they are omitted).
+        """Attention of ``query`` over ``key``/``value``; self-attention when they are omitted.
 
         Args:
-            mask: bool, **True = may attend** (as ``F.scaled_dot_product_attention``), or additive
-                float; shape (T, S) or anything broadcastable to (B, H, T, S). Note that
-                ``nn.MultiheadAttention``'s bool ``attn_mask`` means the opposite (True = blocked).
+            mask: bool, **True = may attend** (the opposite of ``nn.MultiheadAttention``'s bool
+                ``attn_mask``), or additive float; (T, S) or broadcastable to (B, H, T, S).
             key_padding_mask: bool (B, S), **True = this key is padding, ignore it**.
-            need_weights: return the per-head weights. With False, PyTorch's fused kernel
-                (:func:`mha.fused.fused_attention`) runs and no (B, H, T, S) tensor is kept.
-            is_causal: query i attends keys j <= i only (top-left aligned when T != S, as in
-                PyTorch); on the fast path it reaches the kernel as a flag, not a mask.
-
+            need_weights: False runs PyTorch's fused kernel, which keeps no (B, H, T, S) weights.
+            is_causal: query i attends keys j <= i only (top-left aligned when T != S, as PyTorch).
         Shapes:
-            query (B, T, D), key/value (B, S, D).
+            query (B, T, D), key/value (B, S, D): S = T in self-attention, not in cross-attention.
         Returns:
             output (B, T, D), weights (B, H, T, S) or None. A query whose keys are all masked
-            gets zero weights and contributes a zero context vector.
+            gets zero weights and a zero context vector.
         """
-        query, key, value = resolve_qkv(query, key, value, self.d_model)
-        batch_size, seq_len, key_len = query.shape[0], query.shape[1], key.shape[1]
-        mask = combine_masks(mask, key_padding_mask, batch_size, self.num_heads, seq_len, key_len, query.dtype)
+        query, key, value = resolve_qkv(query, key, value, self.d_model)  # checked (B, T, D), (B, S, D) x 2
+        mask = self._scores_mask(mask, key_padding_mask, query, key)  # None or broadcastable to (B, H, T, S)
 
         # Project, then cut the D features into H heads of Dh: each head attends on its own.
         q = split_heads(self.q_proj(query), self.num_heads)  # (B, T, D) -> (B, H, T, Dh)
         k = split_heads(self.k_proj(key), self.num_heads)  # (B, S, D) -> (B, H, S, Dh)
         v = split_heads(self.v_proj(value), self.num_heads)  # (B, S, D) -> (B, H, S, Dh)
 
-        # softmax(q kᵀ / √Dh + mask) v for every head at once; the weights are (B, H, T, S).
+        # softmax(q kᵀ / √Dh + mask) v for every head at once (one batched matmul each).
         dropout_p = self.dropout if self.training else 0.0
         if need_weights:
             context, weights = scaled_dot_product_attention(
@@ -265,8 +260,17 @@ class MultiHeadAttention(nn.Module):
             weights = None
 
         # Concatenate the heads along the features (not a stack of rows), then W_O mixes them.
-        output = self.out_proj(merge_heads(context))  # (B, H, T, Dh) -> (B, T, D)
+        output = self.out_proj(merge_heads(context))  # (B, H, T, Dh) -> (B, T, H*Dh) -> (B, T, D)
         return output, weights
+
+    def _scores_mask(self, mask, key_padding_mask, query, key):
+        """``mask`` and ``key_padding_mask`` checked and combined into one mask for the scores.
+
+        Shapes:
+            query (B, T, D), key (B, S, D). Returns None or a mask broadcastable to (B, H, T, S).
+        """
+        batch_size, seq_len, key_len = query.shape[0], query.shape[1], key.shape[1]
+        return combine_masks(mask, key_padding_mask, batch_size, self.num_heads, seq_len, key_len, query.dtype)
 
     @classmethod
     def from_torch(cls, m: nn.MultiheadAttention) -> MultiHeadAttention:

@@ -429,8 +429,10 @@ def test_constant_check_detector():
 #: The chapters the two rules below check (the errata review of issue 16 covered these).
 REVIEWED_CHAPTERS = ["02_multi_head_math", "03_worked_example", "04_parameter_analysis", "06_making_it_fast"]
 #: A cell with this many asserts that prints nothing is an assert block: it reads as clutter, so it
-#: must be tagged ``hide-input`` (or ``hide-cell``); the book then folds it behind a toggle.
+#: must be tagged ``hide-input`` (or ``hide-cell``, ``remove-input``, ``remove-cell``): the book folds or removes it.
 MAX_VISIBLE_ASSERTS = 4
+#: Tags that fold a cell's input away (hide-) or take it off the page (remove-); nbval runs them all.
+FOLDED_TAGS = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
 #: Prose that breaks the notation page (``i`` names a head, never a token; ``m`` is the number of
 #: keys, not an index) or mixes decimal and binary units (sizes are GiB, MiB, KiB).
 NOTATION_SLIPS = {
@@ -456,11 +458,7 @@ def is_visible_assert_block(cell) -> bool:
     except SyntaxError:
         return False
     asserts = sum(isinstance(node, ast.Assert) for node in ast.walk(tree))
-    return (
-        asserts >= MAX_VISIBLE_ASSERTS
-        and not must_have_output(cell)
-        and not tags & {"hide-input", "hide-cell", "remove-input", "remove-cell"}
-    )
+    return asserts >= MAX_VISIBLE_ASSERTS and not must_have_output(cell) and not tags & FOLDED_TAGS
 
 
 @pytest.mark.parametrize("stem", REVIEWED_CHAPTERS)
