@@ -153,9 +153,17 @@ def run_axe(page, options=AXE_OPTIONS, context=None) -> dict[str, dict]:
     }
 
 
+def _unfocus(page) -> None:
+    """No focus ring, tooltip or hover effect left by a click in the next screenshot."""
+    size = page.viewport_size
+    page.mouse.move(size["width"] - 2, size["height"] - 2)  # off the buttons, inside the window
+    page.evaluate("() => { window.scrollTo(0, 0); if (document.activeElement) document.activeElement.blur(); }")
+    _settle(page)  # the tooltip fades out
+
+
 def _screenshot(page, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    page.evaluate("() => { window.scrollTo(0, 0); if (document.activeElement) document.activeElement.blur(); }")
+    _unfocus(page)
     page.screenshot(path=str(path), full_page=True)
 
 
@@ -172,6 +180,7 @@ def _open_navigation(page, how: str) -> dict:
     opened = page.evaluate(SIDEBAR)
     page.keyboard.press("Escape")
     closed = not page.evaluate(SIDEBAR)["dialogOpen"]
+    _unfocus(page)
     return {"visibleButtons": 1, "opened": opened["dialogOpen"], "links": opened["dialogLinks"], "closed": closed}
 
 
@@ -184,6 +193,7 @@ def _collapse_sidebar(page) -> dict:
     hidden = page.evaluate(SIDEBAR)
     toggles.first.click()
     shown = page.evaluate(SIDEBAR)
+    _unfocus(page)
     return {
         "visibleButtons": 1,
         "collapsed": hidden["collapsed"] and not hidden["dialogOpen"],
@@ -218,7 +228,7 @@ def read_page(page, shots: dict[str, Path]) -> dict:
     report["codeContrast"]["dark"] = page.evaluate(CODE_CONTRAST)
     # The top of the page only: a full desktop page in dark mode takes seconds to draw (the
     # theme dims every image with a CSS filter); the phone screenshot above shows all of it.
-    page.evaluate("() => { window.scrollTo(0, 0); if (document.activeElement) document.activeElement.blur(); }")
+    _unfocus(page)
     page.screenshot(path=str(shots["dark"]))
     report["seconds"] = round(time.perf_counter() - started, 2)
     return report
