@@ -11,6 +11,21 @@ It also leaves out the widget state that myst-nb embeds for notebooks executed w
 ``store_widget_state``: no widget manager reads it in this book (``nb_ipywidgets_js: {}``;
 explorers are self-contained HTML), so it would only add tens of kilobytes to a page. The
 state stays in the ``.ipynb``, where JupyterLab uses it to show the widgets without a kernel.
+
+A book that reads on every screen and to every reader (issue 28), in both editions:
+
+* ``static/mha_book.css`` and ``static/mha_book.js`` on every page: the visible navigation
+  buttons work (the themes bind only a hidden copy: pydata-sphinx-theme issue 2451), long inline
+  code wraps, explorer rows wrap and their controls are 24-px targets, captions keep their
+  contrast in dark mode, a second skip link reaches the table of contents;
+* the logo has a dark-mode variant (``book/images/logo-dark.svg``), set here as the theme's
+  ``logo.image_dark`` (Jupyter Book's ``logo:`` gives one image only);
+* the theme's buttons are named by the text they show (axe: label-content-name-mismatch) and the
+  bibliography's entries are list items (axe: aria-required-children);
+* FontAwesome is cut to what the pages use: its 1.5 MB script (which only swaps icons for SVG)
+  is left out, the theme's CSS keeps the rules of the icons the pages use, and its solid web font
+  is subset to their glyphs (a few kilobytes instead of 156 kB, with fontTools, which matplotlib
+  already installs).
 """
 
 from __future__ import annotations
@@ -19,6 +34,11 @@ import importlib.util
 import re
 import shutil
 from pathlib import Path
+
+#: The book's own CSS and JavaScript (served from ``_static/``).
+STATIC = Path(__file__).resolve().parent / "static"
+#: The logo for dark mode (the light one is ``logo:`` in _config.yml).
+DARK_LOGO = "book/images/logo-dark.svg"
 
 #: What the book's MathJax (``mathjax_path: mathjax/tex-chtml.js``) loads: the combined TeX-to-CHTML
 #: component, its web fonts, the TeX extensions it may autoload (\boldsymbol, \cancel, ...) and the
@@ -101,8 +121,136 @@ def drop_source_maps(app, exc) -> None:
             asset.write_text(text, encoding="utf-8", errors="surrogateescape")
 
 
+def add_static_files(app, config) -> None:
+    """Serves ``static/`` (the book's CSS and JavaScript) and sets the dark-mode logo."""
+    config.html_static_path.append(str(STATIC))
+    if config.html_logo:
+        logo = config.html_theme_options.setdefault("logo", {})
+        logo.setdefault("image_light", config.html_logo)
+        logo.setdefault("image_dark", DARK_LOGO)
+
+
+#: Fixes to the page body, each ``(old, new)``: the accessible names and roles axe asks for.
+BODY_FIXES = (
+    # myst-nb names each "Show code cell source" toggle "Toggle hidden content", a name that is not
+    # the text it shows (label-content-name-mismatch): without aria-label its name is that text.
+    ('<summary aria-label="Toggle hidden content">', "<summary>"),
+    # docutils puts the bibliography's entries, role="doc-biblioentry" (deprecated), in a
+    # role="list", which may only hold list items (aria-required-children, critical).
+    ('role="doc-biblioentry"', 'role="listitem"'),
+)
+
+
+def fix_body(app, pagename, templatename, context, doctree) -> None:
+    body = context.get("body")
+    if body:
+        for old, new in BODY_FIXES:
+            body = body.replace(old, new)
+        context["body"] = body
+
+
+#: Text of the second skip link, per language (the theme translates its own, "Skip to main content").
+SKIP_TO_CONTENTS = {"en": "Skip to the table of contents", "zh": "跳转至目录"}
+#: Fixes to what the theme's templates write on every page, as ``(pattern, replacement)``; each
+#: leaves a page it has already fixed unchanged.
+TEMPLATE_FIXES = (
+    # FontAwesome's script (1.5 MB) only swaps each <i class="fa-..."> for an SVG: the theme's CSS
+    # and web font already draw the same icons.
+    (
+        re.compile(
+            r'\s*<!-- So that users can add custom icons -->\s*<script defer src="[^"]*fontawesome\.js[^"]*"></script>'
+        ),
+        "",
+    ),
+    # The search field's button shows "Search Ctrl+K" but is named "Search": named by its text.
+    (re.compile(r'(<button class="btn search-button-field[^"]*"[^>]*?) aria-label="[^"]*"'), r"\1"),
+)
+SKIP_LINK = re.compile(
+    r'(<div id="pst-skip-link" class="skip-link d-print-none"><a href="#main-content">[^<]*</a>)(</div>)'
+)
+
+
+def fix_templates(app, exc) -> None:
+    """Applies ``TEMPLATE_FIXES`` and adds the second skip link to every page written."""
+    if exc is not None or app.builder.format != "html":
+        return
+    language = "zh" if (app.config.language or "en").startswith("zh") else "en"
+    skip = rf'\1<a class="mha-skip-contents" href="#pst-primary-sidebar">{SKIP_TO_CONTENTS[language]}</a>\2'
+    outdir = Path(app.outdir)
+    for page in outdir.rglob("*.html"):
+        if "_static" in page.relative_to(outdir).parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+        fixed = SKIP_LINK.sub(skip, text)
+        for pattern, replacement in TEMPLATE_FIXES:
+            fixed = pattern.sub(replacement, fixed)
+        if fixed != text:
+            page.write_text(fixed, encoding="utf-8")
+
+
+#: One icon of FontAwesome's catalogue in the theme's CSS: ``.fa-bars:before,.fa-navicon:before{content:"\f0c9"}``.
+ICON_RULE = re.compile(r'((?:\.fa-[a-z0-9-]+:before,?)+)\{content:"\\([0-9a-f]+)"\}')
+ICON_CLASS = re.compile(r"\bfa-[a-z0-9-]+")
+SOLID_FONT = "vendor/fontawesome/webfonts/fa-solid-900"
+SOLID_FONT_SRC = (
+    f'url(../{SOLID_FONT}.woff2) format("woff2"),url(../{SOLID_FONT}.ttf) format("truetype")',
+    f'url(../{SOLID_FONT}-subset.woff) format("woff")',
+)
+
+
+def icon_codepoints(text: str) -> set[int]:
+    """FontAwesome's private-use code points written in ``text`` (as characters or CSS escapes)."""
+    found = {ord(c) for c in text if 0xE000 <= ord(c) <= 0xF8FF}
+    return found | {int(h, 16) for h in re.findall(r"\\([ef][0-9a-f]{3})\b", text)}
+
+
+def cut_fontawesome(app, exc) -> None:
+    """Keeps only the FontAwesome the book uses: no script, the used icons' CSS rules, a subset font."""
+    if exc is not None or app.builder.format != "html":
+        return
+    static = Path(app.outdir) / "_static"
+    for name in ("scripts/fontawesome.js", "scripts/fontawesome.js.LICENSE.txt"):
+        (static / name).unlink(missing_ok=True)
+    css_path = static / "styles" / "pydata-sphinx-theme.css"
+    css = css_path.read_text(encoding="utf-8")
+    if SOLID_FONT_SRC[0] not in css:  # already cut in an earlier build
+        return
+    used = set()
+    for path in [*Path(app.outdir).rglob("*.html"), *static.rglob("*.js")]:
+        if "mathjax" not in path.parts:
+            used |= set(ICON_CLASS.findall(path.read_text(encoding="utf-8", errors="replace")))
+
+    def keep_used(rule):
+        classes = re.findall(r"\.(fa-[a-z0-9-]+):before", rule.group(1))
+        return rule.group(0) if used.intersection(classes) else ""
+
+    kept = ICON_RULE.sub(keep_used, css)
+    glyphs = {int(code, 16) for code in re.findall(r'content:"\\([0-9a-f]+)"', kept)}
+    glyphs |= icon_codepoints(ICON_RULE.sub("", css))  # the themes' own icons (admonitions, ...)
+    glyphs |= icon_codepoints((static / "styles" / "sphinx-book-theme.css").read_text(encoding="utf-8"))
+
+    from fontTools import subset
+
+    font = subset.load_font(str(static / f"{SOLID_FONT}.ttf"), subset.Options())
+    options = subset.Options()
+    options.flavor = "woff"
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes=sorted(glyphs))
+    subsetter.subset(font)
+    subset.save_font(font, str(static / f"{SOLID_FONT}-subset.woff"), options)
+    for suffix in (".woff2", ".ttf"):
+        (static / f"{SOLID_FONT}{suffix}").unlink()
+    css_path.write_text(kept.replace(*SOLID_FONT_SRC), encoding="utf-8")
+
+
 def setup(app):
+    app.connect("config-inited", add_static_files)
+    app.add_css_file("mha_book.css")
+    app.add_js_file("mha_book.js", defer="defer")
     app.connect("html-page-context", tidy_scripts, priority=900)
+    app.connect("html-page-context", fix_body)
     app.connect("build-finished", copy_mathjax)
     app.connect("build-finished", drop_source_maps)
+    app.connect("build-finished", fix_templates)
+    app.connect("build-finished", cut_fontawesome)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

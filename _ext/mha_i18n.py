@@ -11,9 +11,15 @@ translatable message of the prose replaced by its translation from
 * **Explorer labels.** The explorers are self-contained HTML in the stored outputs. Their
   captions, control labels and notes are swapped for the translations in
   ``locales/zh_CN/explorers.json`` (English text -> Chinese text); the frames stay the same.
+* **Explorer values.** What a control echoes (the ``<output>`` beside it, a live region a screen
+  reader announces, and a slider's ``aria-valuetext``) and the labels its script echoes from are
+  translated with the same table: a dropdown that shows 名词 also says 名词, not noun.
 * **A link to the other edition** at the top of every page: the same page in the other language.
   The English edition is built into ``_build/html``, the Chinese one into ``_build/html-zh``;
   the link is relative, so it works wherever the two folders are published side by side.
+
+The Chinese search index is Sphinx's own: with ``jieba`` installed (``pyproject.toml``, the book's
+extra) Sphinx segments the Chinese text into words, so that a search for 注意力 finds its pages.
 """
 
 from __future__ import annotations
@@ -143,7 +149,40 @@ def translate_explorer_html(page_html: str, labels: dict[str, str]) -> str:
 
     for part, pattern in EXPLORER_PARTS.items():
         page_html = pattern.sub(replace(part), page_html)
-    return page_html
+    return translate_explorer_values(page_html, tr)
+
+
+#: What an explorer echoes for its current value: the ``<output>`` beside a control (a live
+#: region: a screen reader announces it), a slider's ``aria-valuetext``, and the labels in its
+#: data, from which its script writes both when a control moves.
+EXPLORER_VALUES = {
+    "output": re.compile(r'(<output id="mha-explorer-[^"]*-value"[^>]*>)(.*?)(</output>)', re.S),
+    "valuetext": re.compile(r'(<input type="range" id="mha-explorer-[^"]*"[^>]*? aria-valuetext=")([^"]*)(")'),
+}
+EXPLORER_DATA = re.compile(r'(<script type="application/json" id="mha-explorer-[^"]*-data">)(.*?)(</script>)', re.S)
+
+
+def translate_explorer_values(page_html: str, tr) -> str:
+    """The explorers' echoed values translated with ``tr`` (a dropdown's 名词, not noun), frames untouched."""
+
+    def swap(match):
+        text = tr(html.unescape(match.group(2)))
+        return match.group(1) + html.escape(text, quote=match.re is EXPLORER_VALUES["valuetext"]) + match.group(3)
+
+    def swap_labels(match):
+        data = json.loads(match.group(2))
+        labels = [[tr(label) for label in values] for values in data.get("labels", [])]
+        if labels == data.get("labels", []):
+            return match.group(0)
+        data["labels"] = labels
+        # as mha.viz.widgets writes it: ASCII JSON that cannot close its <script>
+        text = json.dumps(data, separators=(",", ":"), ensure_ascii=True)
+        text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+        return match.group(1) + text + match.group(3)
+
+    for pattern in EXPLORER_VALUES.values():
+        page_html = pattern.sub(swap, page_html)
+    return EXPLORER_DATA.sub(swap_labels, page_html)
 
 
 def translate_explorers(app, doctree, docname) -> None:

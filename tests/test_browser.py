@@ -3,9 +3,13 @@
 For each page of the table of contents: the math is typeset by the book's own MathJax (no raw
 ``$$``, ``\\(`` or ``\\[`` left), every image loads, every explorer from ``mha.viz.widgets`` renders
 (one per explorer output stored in the notebook, its script ran, its frame loaded, moving its
-first control changes the frame), no JavaScript error, and no request left the book. A
-screenshot of each page is saved under ``_build/screenshots/`` (the Chinese edition's under
+first control changes the frame), no JavaScript error, and no request left the book. Screenshots
+of each page are saved under ``_build/screenshots/`` (the Chinese edition's under
 ``_build/screenshots/zh_CN/``) for review.
+
+Each page is opened once for all the browser checks (``book_page``): the same visit measures how
+the page reads on a phone, in dark mode and to axe (``browser_reading.py``), which
+``test_browser_reading.py`` checks.
 
 Both editions are served from ``_build/`` side by side (``html/`` English, ``html-zh/`` Chinese, as
 they are published), so that each page's link to the same page in the other edition is followed.
@@ -26,6 +30,7 @@ import os
 import shutil
 import sys
 import threading
+import time
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -231,9 +236,23 @@ MOVE_FIRST_CONTROL = r"""(id) => {
 }"""
 
 
-def visit(browser, url: str, screenshot: Path | None = None) -> dict:
-    """Open ``url`` with every request outside its host refused; return what the page did."""
-    refused, failed, errors = [], [], []
+#: After the first control of each explorer moved: what each control echoes (its ``<output>``, a
+#: live region a screen reader announces) next to what it shows (a dropdown's chosen option, a
+#: slider's aria-valuetext). They must agree, in the reader's language.
+ECHOES = r"""() => Array.from(document.querySelectorAll("figure.mha-explorer [data-mha-control]")).map(c => {
+  const echo = document.getElementById(c.id + "-value");
+  const shown = c.tagName === "SELECT" ? c.options[c.selectedIndex].text : c.getAttribute("aria-valuetext");
+  return {id: c.id, shown: shown, echo: echo ? echo.textContent : null};
+})"""
+
+
+def visit(browser, url: str, screenshot: Path | None = None, reading: dict | None = None) -> dict:
+    """Open ``url`` with every request outside its host refused; return what the page did.
+
+    With ``reading`` (screenshot paths: ``dark``, ``phone``, ``phone-dark``), also how the page reads
+    on a phone, in dark mode and to axe (``browser_reading.read_page``), in the same open page.
+    """
+    refused, failed, errors, loaded = [], [], [], []
     context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
     host = urlparse(url).netloc
 
@@ -252,6 +271,7 @@ def visit(browser, url: str, screenshot: Path | None = None) -> dict:
         "requestfailed", lambda req: urlparse(req.url).netloc == host and failed.append(f"{req.url} ({req.failure})")
     )
     page.on("response", lambda resp: resp.status >= 400 and failed.append(f"{resp.url} (HTTP {resp.status})"))
+    page.on("requestfinished", lambda req: urlparse(req.url).netloc == host and loaded.append(urlparse(req.url).path))
     try:
         page.goto(url, wait_until="load")
         _typeset(page)
@@ -259,14 +279,42 @@ def visit(browser, url: str, screenshot: Path | None = None) -> dict:
         facts = page.evaluate(PAGE_FACTS)
         facts["rawTex"] = page.evaluate(RAW_TEX)
         facts["moved"] = [page.evaluate(MOVE_FIRST_CONTROL, e["id"]) for e in facts["explorers"]]
+        facts["echoes"] = page.evaluate(ECHOES)
         if screenshot is not None:
             screenshot.parent.mkdir(parents=True, exist_ok=True)
             page.evaluate("() => window.scrollTo(0, 0)")
             page.screenshot(path=str(screenshot), full_page=True)
+        # What the page itself requested; axe (below) fetches the stylesheets again to read them and
+        # resolves theme.css's @import "../basic.css" against the page, not the sheet: a 404 of axe's.
+        facts.update(failed=list(failed), loaded=sorted(set(loaded)))
+        if reading is not None:
+            from browser_reading import read_page
+
+            facts["reading"] = read_page(page, reading)
     finally:
         context.close()
-    facts.update(refused=refused, failed=failed, errors=errors)
+    facts.update(refused=refused, errors=errors)
+    facts.setdefault("failed", failed)
     return facts
+
+
+#: Each page of each edition is opened once (``book_page``); every browser test reads its facts.
+_VISITS: dict[tuple[str, str], dict] = {}
+
+
+def book_page(browser, server: str, edition: str, page_name: str) -> dict:
+    """What ``visit`` found on ``page_name`` of ``edition`` (opened on first use, with every screenshot)."""
+    key = (edition, page_name)
+    if key not in _VISITS:
+        folder, shots = EDITIONS[edition], SCREENSHOT_DIRS[edition]
+        name = Path(page_name).name
+        reading = {mode: shots / f"{name}-{mode}.png" for mode in ("dark", "phone", "phone-dark")}
+        started = time.perf_counter()
+        facts = visit(browser, f"{server}/{folder}/{page_name}.html", shots / f"{name}.png", reading)
+        facts["seconds"] = round(time.perf_counter() - started, 2)
+        facts["server"] = server
+        _VISITS[key] = facts
+    return _VISITS[key]
 
 
 @pytest.mark.parametrize("edition", list(EDITIONS))
@@ -275,8 +323,7 @@ def test_page_works_offline(page_name, edition, server, browser):
     folder = EDITIONS[edition]
     html_path = BUILD / folder / f"{page_name}.html"
     assert html_path.exists(), f"{html_path} missing: is {page_name} in _toc.yml but not built?"
-    screenshot = SCREENSHOT_DIRS[edition] / f"{Path(page_name).name}.png"
-    facts = visit(browser, f"{server}/{folder}/{page_name}.html", screenshot)
+    facts = book_page(browser, server, edition, page_name)
     refused, failed, errors, raw_tex, moved = (facts[k] for k in ("refused", "failed", "errors", "rawTex", "moved"))
 
     assert not refused, f"{page_name}: requests left the book: {refused}"
@@ -301,7 +348,7 @@ def test_page_works_offline(page_name, edition, server, browser):
         assert move["changed"], f"{page_name}: moving explorer {explorer['id']}'s first control changed nothing"
 
     other = "zh_CN" if edition == "en" else "en"
-    expected = f"{server}/{EDITIONS[other]}/{page_name}.html"
+    expected = f"{facts['server']}/{EDITIONS[other]}/{page_name}.html"
     assert facts["otherEdition"] == expected, (
         f"{page_name} ({edition}): link to the other edition is {facts['otherEdition']}"
     )

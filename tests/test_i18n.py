@@ -165,3 +165,22 @@ def test_explorer_html_is_translated_and_frames_are_not():
     assert ">softmax 温度</div>" in out and ">温度</label>" in out and ">名词</option>" in out
     assert "越低越尖锐。 预先计算了 6 个取值：温度 \N{ELEMENT OF} {0.25, 0.5}。" in out
     assert 'src="data:image/webp;base64,AAAA"' in out and ">0.5</option>" in out
+
+
+def test_explorer_values_are_echoed_in_the_editions_language():
+    """A control's echo (<output>, a live region), a slider's aria-valuetext and the labels the
+    explorer's script echoes from are translated; numbers and the frames are left as they are."""
+    data = {"labels": [["noun", "verb"], ["1", "0.5"]], "index": [0, 1, 2, 3], "alts": ["a"], "frames": ["data:F"]}
+    page = (
+        '<select id="mha-explorer-t-1-c0" data-mha-control="0"><option value="0">noun</option></select>'
+        '<output id="mha-explorer-t-1-c0-value" for="mha-explorer-t-1-c0" aria-live="polite">noun</output>'
+        '<input type="range" id="mha-explorer-t-1-c1" data-mha-control="1" min="0" max="1" value="0" '
+        'aria-valuetext="1" style="width:14em"><output id="mha-explorer-t-1-c1-value" for="x">1</output>'
+        f'<script type="application/json" id="mha-explorer-t-1-data">{json.dumps(data, separators=(",", ":"))}</script>'
+    )
+    out = mha_i18n.translate_explorer_html(page, {"noun": "名词", "verb": "动词"})
+    assert 'aria-live="polite">名词</output>' in out and 'aria-valuetext="1"' in out
+    script = out.split('id="mha-explorer-t-1-data">')[1].split("</script>")[0]
+    assert json.loads(script) == {**data, "labels": [["名词", "动词"], ["1", "0.5"]]}
+    assert "<" not in script and "\\u540d" in script  # ASCII JSON, as mha.viz.widgets writes it
+    assert mha_i18n.translate_explorer_html(page, {}) == page
