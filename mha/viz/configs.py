@@ -153,8 +153,8 @@ def render_cost(d_model: int, num_heads: int, seq_len: int):
 def _cost_title(d_model: int, num_heads: int, seq_len: int) -> str:
     c = calculator(d_model, num_heads, num_heads, 1, seq_len, bias=True)
     return (
-        f"$h$ = {num_heads}, $d_k$ = {c['head_dim']}: {c['params_per_layer']:,} parameters; "
-        f"$n$ = {seq_len}: projections {c['projection_flops'] / 1e9:.2f} GFLOP, "
+        f"h = {num_heads}, dₖ = {c['head_dim']}: {c['params_per_layer']:,} parameters; "
+        f"n = {seq_len}: projections {c['projection_flops'] / 1e9:.2f} GFLOP, "
         f"attention {c['attention_flops'] / 1e9:.2f} GFLOP"
     )
 

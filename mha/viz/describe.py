@@ -296,7 +296,10 @@ def alt_text(description: dict, *, language: str = "en", tr=None) -> str:
     words = WORDS[language]
     given = tr
     tr = lambda text: (given(text) if given and text else None) or text  # noqa: E731  (untranslated: as drawn)
-    quote = words["quote"].format
+
+    def quote(text: str) -> str:  # a title already in quotes keeps its own
+        return text if text[:1] in "\"'“「" and text[-1:] in "\"'”」" else words["quote"].format(text)
+
     groups = []  # [panel, [titles]]
     for panel in description["panels"]:
         same = {k: v for k, v in panel.items() if k != "title"}

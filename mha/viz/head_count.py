@@ -116,7 +116,7 @@ def plot_accuracy_vs_heads(num_relations: int = DEFAULT_RELATIONS, *, readouts=t
     ax.set_xscale("log", base=2)
     ax.set_xticks(list(GRID_HEADS), [str(h) for h in GRID_HEADS])
     ax.set_ylim(-0.03, 1.03)
-    ax.set_xlabel("number of heads h (same d_model, same parameters)")
+    ax.set_xlabel("number of heads h (same $d_{\\mathrm{model}}$, same parameters)")
     ax.set_ylabel("held-out accuracy (all k answers right)")
     ax.set_title(f"Copying k = {num_relations} tokens at once, after 1,500 steps")
     ax.legend(loc="lower right")

@@ -129,10 +129,13 @@ def plot_attention(
     return fig
 
 
-def contrast_color(image, value: float) -> str:
-    """``"white"`` or ``"black"``: the label colour that reads on ``image``'s cell of ``value``."""
-    red, green, blue, _ = image.cmap(image.norm(value))
-    return "white" if 0.2126 * red + 0.7152 * green + 0.0722 * blue < 0.5 else "black"
+def contrast_color(image, value):
+    """``"white"`` or ``"black"``: the label colour that reads on ``image``'s cell of ``value`` (an
+    array of values gives an array of colours, computed at once)."""
+    rgba = np.asarray(image.cmap(image.norm(value)))
+    luminance = rgba[..., :3] @ np.array([0.2126, 0.7152, 0.0722])
+    colors = np.where(luminance < 0.5, "white", "black")
+    return str(colors) if colors.ndim == 0 else colors
 
 
 def plot_heads(weights, query_tokens, key_tokens=None, *, title=None, annotate=True, axes=None):

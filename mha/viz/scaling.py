@@ -33,7 +33,7 @@ def _scaling_numbers(d_k: int, scale: str):
     titles = (
         f"all scores: variance {stats['variance']:.3g}",
         f"all {scores.shape[0]} queries: mean largest weight {profile[0]:.2f}",
-        f"$d_k$ = {d_k}, scale {scale_name(scale)}\n{100 * stats['saturated']:.0f}% of queries saturated "
+        f"dₖ = {d_k}, scale {scale_name(scale)}\n{100 * stats['saturated']:.0f}% of queries saturated "
         f"(largest weight > 0.99); median ‖∂softmax/∂scores‖ = {stats['jacobian_norm']:.1e}",
     )
     return clipped, profile, titles
@@ -173,7 +173,7 @@ def render_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4):
     ax.text(
         (right_x + right_end) / 2,
         -0.4,
-        f"$(h, T, d_k)$ = ({num_heads}, {seq_len}, {head_dim})",
+        f"(h, T, dₖ) = ({num_heads}, {seq_len}, {head_dim})",
         ha="center",
         va="top",
         gid="head-shape",
@@ -208,7 +208,9 @@ ARROW_CELLS = 6.0
 
 def _split_title(num_heads: int, d_model: int) -> str:
     head_dim = d_model // num_heads
-    return f"h = {num_heads} heads: $d_k = d_{{\\mathrm{{model}}}}\\,/\\,h$ = {d_model} / {num_heads} = {head_dim}"
+    # Unicode, not mathtext: a live explorer rewrites this title at every change (mathtext costs
+    # a parse per new string, about 100 ms)
+    return f"h = {num_heads} heads: dₖ = d_model / h = {d_model} / {num_heads} = {head_dim}"
 
 
 class HeadSplitPlot(LiveFigure):
@@ -247,6 +249,6 @@ class HeadSplitPlot(LiveFigure):
             else:
                 ax.text(x, seq_len + 0.3, label, ha="center", va="bottom", fontsize=10, gid="head-label")
         (shape,) = [text for text in ax.texts if text.get_gid() == "head-shape"]
-        shape.set_text(f"$(h, T, d_k)$ = ({num_heads}, {seq_len}, {head_dim})")
+        shape.set_text(f"(h, T, dₖ) = ({num_heads}, {seq_len}, {head_dim})")
         shape.set_x((2 * right_x + d_model + gap * (num_heads - 1)) / 2)
         ax.set_title(_split_title(num_heads, d_model))

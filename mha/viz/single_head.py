@@ -56,11 +56,8 @@ class SplitPlot(LiveFigure):
     def update(self, fig, split: float = 0.5):
         result = two_sentences(split)
         ax_w, ax_out = fig.axes[:2]
-        set_heatmap(
-            ax_w,
-            result["weights"][QUERY : QUERY + 1].to(dtype=result["output"].dtype).numpy(),
-            color=lambda v: contrast_color(ax_w.images[0], v),
-        )
+        weights = result["weights"][QUERY : QUERY + 1].to(dtype=result["output"].dtype).numpy()
+        set_heatmap(ax_w, weights, color=contrast_color(ax_w.images[0], weights))
         ax_w.set_title(f"the verb's weights (split = {_split_text(split)})")
         heights = [*result["output"].tolist(), *result["output_swapped"].tolist()]
         for bar, height in zip(ax_out.patches, heights):

@@ -296,7 +296,8 @@ class WorkedPlot(LiveFigure):
         ex = explorer_example(dog_type, temperature)
         *heads, panel = fig.axes
         for h, ax in enumerate(heads):
-            set_heatmap(ax, ex.weights[h].numpy(), color=lambda v, ax=ax: contrast_color(ax.images[0], v))
+            weights = ex.weights[h].numpy()
+            set_heatmap(ax, weights, color=contrast_color(ax.images[0], weights))
         panel.texts[0].set_text(explorer_summary(ex))
         suptitle(fig).set_text(_explorer_title(dog_type, temperature))
 
