@@ -36,7 +36,7 @@ import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
-from .controls import Control, FloatRange, IntRange, Text, default_alt, is_number, label_of
+from .controls import Control, FloatRange, IntRange, Text, default_alt, format_value, is_number
 from .frames import canvas_png, capture, figure_png
 
 #: Environment variable that forces the mode: ``live`` or ``static`` (unset: decided by the kernel).
@@ -293,7 +293,7 @@ def control_widget(name: str, spec: Control, value, *, live: bool):
     its grid, as the static book shows it."""
     import ipywidgets as widgets
 
-    common = {"description": label_of(name, spec), "style": {"description_width": "initial"}}
+    common = {"description": name, "style": {"description_width": "initial"}}
     if live and isinstance(spec, FloatRange):
         slider = {"continuous_update": True, "layout": widgets.Layout(width="28em"), **common}
         if spec.log:
@@ -318,7 +318,7 @@ def control_widget(name: str, spec: Control, value, *, live: bool):
     else:
         grid = spec.grid
         value = grid[spec.grid_start(value)]
-        options = [(spec.show(v), v) for v in grid]
+        options = [(format_value(v), v) for v in grid]
         if is_number(grid[0]):
             control = widgets.SelectionSlider(options=options, value=value, continuous_update=True, **common)
         else:
@@ -440,7 +440,7 @@ class LiveView:
                     return text
             except Exception:  # an alt written for the grid may not know a live value
                 pass
-        return default_alt(self.title, values, {name: label_of(name, spec) for name, spec in self.specs.items()})
+        return default_alt(self.title, values)
 
 
 def _error_html(text: str, pre: bool = False) -> str:
