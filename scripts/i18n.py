@@ -224,9 +224,12 @@ def check(paths: list[Path] | None = None) -> list[str]:
 
 
 def stored_explorer_strings() -> set[str]:
-    """Every explorer string (title, labels, options, note, caption) in the stored notebooks."""
+    """Every explorer string (title, labels, options, note, caption) in the stored notebooks, and
+    the titles and labels of every figure output (its alt text is written from them)."""
     sys.path.insert(0, str(ROOT / "_ext"))
     from mha_i18n import explorer_strings
+
+    from mha.viz.describe import META, translatable
 
     found = set()
     for notebook in sorted((ROOT / "book").glob("*.ipynb")):
@@ -236,6 +239,9 @@ def stored_explorer_strings() -> set[str]:
                 page_html = "".join(page_html) if isinstance(page_html, list) else page_html
                 if "mha-explorer" in page_html:
                     found.update(explorer_strings(page_html))
+                figure = output.get("metadata", {}).get("image/png", {}).get(META, {})
+                if "description" in figure:
+                    found.update(translatable(figure["description"]))
     return found
 
 

@@ -229,7 +229,8 @@ MOVE_FIRST_CONTROL = r"""(id) => {
   const before = root.getAttribute("data-frame") + "|" + img.alt;
   const options = control.tagName === "SELECT" ? control.options.length : parseInt(control.max, 10) + 1;
   if (options < 2) return {changed: true, single: true};
-  control.value = String(options - 1);
+  // to its last value, or to its first when it opens on its last (a slider growing to the right)
+  control.value = String(control.value === String(options - 1) ? 0 : options - 1);
   control.dispatchEvent(new Event("input", {bubbles: true}));
   const after = root.getAttribute("data-frame") + "|" + img.alt;
   return {changed: before !== after, before, after};

@@ -528,11 +528,14 @@ def test_check_max_kv_heads():
 
 
 def test_explorers_open_on_the_case_the_text_discusses():
-    """An explorer shows its first combination until the reader moves a control."""
-    opening_cost = {name: values[0] for name, values in viz.configs.COST_CONTROLS.items()}
+    """An explorer opens on the case the text discusses, and its sliders grow to the right."""
+    for controls in (viz.configs.COST_CONTROLS, viz.configs.KV_CONTROLS):
+        for values in controls.values():
+            assert isinstance(values[0], str) or values == sorted(values), values
+    opening_cost = dict(viz.configs.COST_INITIAL)
     gpt2 = C.config("GPT-2 small")
     assert opening_cost == {"d_model": gpt2.d_model, "num_heads": gpt2.num_heads, "seq_len": gpt2.train_context}
-    opening_kv = {name: values[0] for name, values in viz.configs.KV_CONTROLS.items()}
+    opening_kv = dict(viz.configs.KV_INITIAL)
     llama = C.config("Llama-2-7B")
     assert opening_kv == {
         "num_kv_heads": llama.kv_heads,

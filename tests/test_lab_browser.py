@@ -59,7 +59,7 @@ OWN_SENTENCE = "own_sentence"
 #: What the test types into a text box: a sentence (chapter 7's model runs on it), or for a box of
 #: another name what it accepts (chapter 3's five words of its vocabulary).
 SENTENCE = "The animal did not cross the street because it was too tired"
-TEXTS = {"tokens": "the dog the cat saw"}
+TEXTS = {"tokens": "the dog the cat saw", "five words": "the dog the cat saw"}
 #: Run All may take this long (chapter 7 loads a pretrained model and runs its analyses).
 RUN_ALL_S = 240
 CHANGE_S = 20

@@ -18,7 +18,7 @@ import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from mha.chapters import softmax_demo  # noqa: E402
-from mha.viz import live, widgets  # noqa: E402
+from mha.viz import drawlock, live, widgets  # noqa: E402
 from mha.viz.controls import Choice, FloatRange, IntRange, Text, check_specs, live_description  # noqa: E402
 from mha.viz.frames import canvas_png  # noqa: E402
 from mha.viz.softmax_demo import TemperaturePlot, plot_temperature  # noqa: E402
@@ -269,6 +269,134 @@ def test_a_change_during_a_draw_is_coalesced_into_one_more_draw():
     ex.inputs["slope"].value = 1
     assert calls == [0, 1, 3]  # 2 was never drawn: only the latest values
     assert ex.view.shown == {"slope": 3}
+
+
+def test_changes_from_several_threads_are_drawn_one_at_a_time():
+    # ipykernel 7 may deliver two widget messages on two threads: their draws must not overlap
+    # (matplotlib's mathtext parser fails at random when two threads use it: seen in JupyterLab).
+    import sys
+    import threading
+    import time
+
+    active, most = [0], [0]
+
+    def render(slope):
+        active[0] += 1
+        most[0] = max(most[0], active[0])
+        time.sleep(0.002)
+        active[0] -= 1
+        return render_line(slope)
+
+    ex = widgets.Explorer(render, {"slope": FloatRange(0, 3, 0.25, grid=[0])}, title="Threads", mode="live")
+    ex.widget  # noqa: B018 (the property builds the widget)
+    values = [0.25 * k for k in range(1, 13)]
+
+    def mover(offset):
+        for v in values[offset::3]:
+            ex.inputs["slope"].value = v
+
+    threads = [threading.Thread(target=mover, args=(k,)) for k in range(3)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch as often as they can: a race shows at once
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    print("MOST", most, live.__file__, hasattr(live.LiveView, "_busy"))
+    assert most[0] == 1, f"{most[0]} draws ran at once"
+    assert ex.view.shown == {"slope": ex.inputs["slope"].value}  # the last value set is the one shown
+    assert ex.view.status.value == ""
+
+
+def test_a_change_on_another_thread_waits_for_a_warm_step():
+    # The warm steps run on the kernel's event loop; a widget message may come on another thread
+    # while one of them draws: the change is drawn after it, not at the same time.
+    import asyncio
+    import threading
+    import time
+
+    active, most = [0], [0]
+    warming = threading.Event()
+
+    class Slow(live.LiveFigure):
+        def draw(self, num_heads=1, slope=0.0):
+            active[0] += 1
+            most[0] = max(most[0], active[0])
+            if num_heads > 1:
+                warming.set()
+            time.sleep(0.05)
+            active[0] -= 1
+            return render_line(slope + num_heads)
+
+        def layout(self, num_heads=1, slope=0.0):
+            return num_heads
+
+        def update(self, fig, num_heads=1, slope=0.0):
+            return False  # a new figure each time: every change draws
+
+    async def scenario():
+        ex = widgets.Explorer(
+            Slow(), {"num_heads": [1, 2, 3], "slope": FloatRange(0, 1, 0.5, grid=[0])}, title="Warm", mode="live"
+        )
+        view = ex.view  # schedules the warm steps (layouts 2 and 3) on this loop
+
+        def mover():
+            assert warming.wait(5), "no warm step began"
+            ex.inputs["slope"].value = 0.5  # while a layout is drawn ahead
+
+        thread = threading.Thread(target=mover)
+        thread.start()
+        while thread.is_alive() or ex.painter.pending or view.shown != {"num_heads": 1, "slope": 0.5}:
+            await asyncio.wait_for(asyncio.sleep(0.02), 5)
+            assert time.perf_counter() - begun < 10, "the change was never drawn"
+        thread.join()
+        ex.painter.figures.clear()
+
+    begun = time.perf_counter()
+    asyncio.run(scenario())
+    plt.close("all")
+    assert most[0] == 1, f"{most[0]} draws ran at once"
+
+
+def test_matplotlibs_hooks_after_a_message_wait_for_an_explorers_draw(monkeypatch):
+    # After each widget message ipykernel fires post_execute on the message's thread, where pyplot
+    # redraws every stale figure and matplotlib-inline shows and closes every open one: with an
+    # explorer's figure half-drawn on another thread, matplotlib failed (a mathtext ParseException
+    # in JupyterLab). Both hooks are put under the explorers' lock, in their places.
+    import threading
+    from types import SimpleNamespace
+
+    import IPython
+    from IPython.core.events import EventManager, available_events
+    from matplotlib_inline import backend_inline
+
+    def other():
+        pass
+
+    shell = SimpleNamespace()
+    shell.events = EventManager(shell, available_events)
+    for hook in (other, backend_inline.flush_figures, plt._draw_all_if_interactive):
+        shell.events.register("post_execute", hook)
+    monkeypatch.setattr(IPython, "get_ipython", lambda: shell)
+    assert drawlock.guard_matplotlib_hooks() == 2
+    hooks = shell.events.callbacks["post_execute"]
+    assert hooks[0] is other and [h.__wrapped__ for h in hooks[1:]] == [
+        backend_inline.flush_figures,
+        plt._draw_all_if_interactive,
+    ]
+    assert drawlock.guard_matplotlib_hooks() == 2 and len(shell.events.callbacks["post_execute"]) == 3  # once
+
+    drawn = threading.Event()
+    shell.events.callbacks["post_execute"] = [drawlock._locked(drawn.set)]
+    with drawlock.DRAW_LOCK:  # an explorer drawing
+        message = threading.Thread(target=shell.events.trigger, args=("post_execute",))
+        message.start()
+        assert not drawn.wait(0.3), "a matplotlib hook ran while an explorer was drawing"
+    message.join(5)
+    assert drawn.is_set()
 
 
 # ---- the fast path: one figure updated in place -------------------------------------------------

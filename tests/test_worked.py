@@ -500,9 +500,11 @@ def test_explorer_grid_is_small_and_renders():
 
 
 def test_explorer_opens_on_the_page_example():
-    """Every control's first value is the frame the book shows first: it must be the text's case."""
-    first = {name: values[0] for name, values in worked.EXPLORER_CONTROLS.items()}
+    """The explorer opens on the text's case; its temperature slider grows to the right."""
+    first = dict(worked.EXPLORER_INITIAL)
     assert first == {"dog_type": "noun", "temperature": 1}
+    assert all(first[name] in values for name, values in worked.EXPLORER_CONTROLS.items())
+    assert worked.EXPLORER_CONTROLS["temperature"] == sorted(worked.EXPLORER_CONTROLS["temperature"])
     assert torch.equal(worked.explorer_example(**first).weights, mha.worked_example().weights)
     assert set(worked.EXPLORER_CONTROLS["dog_type"]) == {"det", "noun", "verb", "none"}  # one type at a time
 

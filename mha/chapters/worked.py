@@ -470,7 +470,9 @@ def check_output_row(row: int, output, *, example: WorkedExample | None = None, 
 DOG_TYPES = {"noun": (0.0, 1.0, 0.0), "verb": (0.0, 0.0, 1.0), "det": (1.0, 0.0, 0.0), "none": (0.0, 0.0, 0.0)}
 #: Controls of the chapter's explorer. Each opens on its first value, the page's own example
 #: (dog is a noun, temperature 1); the temperature slider then goes towards sharper weights.
-EXPLORER_CONTROLS = {"dog_type": list(DOG_TYPES), "temperature": [1, 0.5, 0.25]}
+EXPLORER_CONTROLS = {"dog_type": list(DOG_TYPES), "temperature": [0.25, 0.5, 1]}
+#: The explorers open on the page's own example: dog a noun, temperature 1.
+EXPLORER_INITIAL = {"dog_type": "noun", "temperature": 1}
 
 
 def explorer_example(dog_type: str = "noun", temperature: float = 1.0) -> WorkedExample:

@@ -51,8 +51,8 @@ def cell_texts(ax, shape, **style) -> dict:
 def set_heatmap(ax, values, *, fmt="{:.2f}", show=None, color=None) -> None:
     """Give the first image of ``ax`` new ``values`` (same shape) and rewrite its cell labels.
 
-    ``show(v)`` says whether a cell is labelled (default: every cell); ``color(v)`` its label colour
-    (default: unchanged)."""
+    ``show(v)`` says whether a cell is labelled (default: every cell); ``color(v)`` its label colour,
+    or ``color`` an array of colours, one per cell (default: unchanged)."""
     values = np.asarray(values, dtype=float)
     ax.images[0].set_data(values)
     cells = cell_texts(ax, values.shape)
@@ -62,7 +62,7 @@ def set_heatmap(ax, values, *, fmt="{:.2f}", show=None, color=None) -> None:
             continue
         text.set_text(fmt.format(v) if show is None or show(v) else "")
         if color is not None:
-            text.set_color(color(v))
+            text.set_color(color(v) if callable(color) else color[i, j])
 
 
 def heatmap_artists(ax) -> list:

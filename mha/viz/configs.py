@@ -23,7 +23,7 @@ from ..chapters.configs import (
 from ..chapters.models import ModelConfig
 from ..counting import attention_params
 from .artists import spines, suptitle
-from .controls import IntRange
+from .controls import Choice, IntRange
 from .live import LiveFigure
 from .plotting import head_color, use_style
 
@@ -37,9 +37,9 @@ def plot_projection_strips(heads=(1, 4)):
     use_style()
     fig, axes = plt.subplots(len(heads), 4, figsize=(8.0, 2.0 * len(heads) + 0.4), squeeze=False)
     for r, (row, h) in enumerate(zip(axes, heads)):
-        for ax, name in zip(row, ("W_Q", "W_K", "W_V", "W_O")):
+        for ax, name in zip(row, ("$W^Q$", "$W^K$", "$W^V$", "$W^O$")):
             for i in range(h):
-                xy, size = ((0, 1 - (i + 1) / h), (1, 1 / h)) if name == "W_O" else ((i / h, 0), (1 / h, 1))
+                xy, size = ((0, 1 - (i + 1) / h), (1, 1 / h)) if name == "$W^O$" else ((i / h, 0), (1 / h, 1))
                 ax.add_patch(Rectangle(xy, *size, facecolor=head_color(i), edgecolor="white", lw=2, alpha=0.85))
             ax.set_xlim(0, 1)
             ax.set_ylim(0, 1)
@@ -51,7 +51,11 @@ def plot_projection_strips(heads=(1, 4)):
                 ax.set_title(name)
         strips = "one block" if h == 1 else f"{h} strips, one per head"
         row[0].set_ylabel(f"h = {h}\n({strips})")
-    fig.suptitle("Four d_model x d_model projections: heads cut them into strips, they add nothing", fontsize=11)
+    fig.suptitle(
+        "Four $d_{\\mathrm{model}} \\times d_{\\mathrm{model}}$ projections: heads cut them into strips, "
+        "they add nothing",
+        fontsize=11,
+    )
     fig.tight_layout()
     return fig
 
@@ -65,14 +69,14 @@ def plot_flops_vs_seq_len(d_model: int, num_heads: int, seq_lens, *, mark=None, 
     use_style()
     fig, ax = plt.subplots() if ax is None else (ax.figure, ax)
     splits = [flops_split(t, d_model, num_heads) for t in seq_lens]
-    ax.loglog(seq_lens, [s["projections"] for s in splits], label="projections  8·n·d_model²")
-    ax.loglog(seq_lens, [s["attention"] for s in splits], label="attention  4·n²·d_model")
-    crossovers = [(crossover_seq_len(d_model, num_heads), "n* = 2·d_model")]
+    ax.loglog(seq_lens, [s["projections"] for s in splits], label=r"projections, $8\,n\,d_{\mathrm{model}}^2$")
+    ax.loglog(seq_lens, [s["attention"] for s in splits], label=r"attention, $4\,n^2 d_{\mathrm{model}}$")
+    crossovers = [(crossover_seq_len(d_model, num_heads), r"$n^* = 2\,d_{\mathrm{model}}$")]
     if block:
         cfg = ModelConfig("block", "gpt2", d_model, num_heads, 1, 4 * d_model, 1)
         linear = [block_flops_split(t, cfg)["linear"] for t in seq_lens]
-        ax.loglog(seq_lens, linear, color="0.4", ls="-.", label="projections + 4·d_model MLP  24·n·d_model²")
-        crossovers.append((block_crossover_seq_len(cfg), "block: 6·d_model"))
+        ax.loglog(seq_lens, linear, color="0.4", ls="-.", label=r"projections + MLP, $24\,n\,d_{\mathrm{model}}^2$")
+        crossovers.append((block_crossover_seq_len(cfg), r"block: $6\,d_{\mathrm{model}}$"))
     for k, (t_star, label) in enumerate(crossovers):  # the first label left of its line, the next right
         ax.axvline(t_star, color="0.5", lw=0.8, ls="--")
         ax.annotate(
@@ -82,15 +86,16 @@ def plot_flops_vs_seq_len(d_model: int, num_heads: int, seq_lens, *, mark=None, 
             xytext=(-3 if k == 0 else 3, 0),
             textcoords="offset points",
             ha="right" if k == 0 else "left",
-            fontsize=8,
+            fontsize=9,
         )
     if mark is not None:
         s = flops_split(mark, d_model, num_heads)
         ax.plot([mark, mark], [s["projections"], s["attention"]], "o", color="black", ms=4)
     ax.set_xlabel("sequence length n (tokens)")
     ax.set_ylabel("forward FLOPs of one layer")
-    ax.set_title(f"FLOPs of one layer, d_model = {d_model}")
-    ax.legend(fontsize=8)
+    ax.set_title(f"FLOPs of one layer, $d_{{\\mathrm{{model}}}}$ = {d_model}")
+    # one place for every n (a live update keeps the layout), on white over the lines it covers
+    ax.legend(fontsize=9, loc="upper left", frameon=True, edgecolor="none", framealpha=0.9)
     return fig
 
 
@@ -100,16 +105,16 @@ def plot_params_vs_heads(d_model: int, heads, *, fixed_head_dim: int = 64, mark=
     fig, ax = plt.subplots() if ax is None else (ax.figure, ax)
     split = [attention_params(d_model, h) / 1e6 for h in heads]
     fixed = [params_fixed_head_dim(d_model, h, fixed_head_dim) / 1e6 for h in heads]
-    ax.plot(heads, split, "o-", label="d_k = d_model / h")
-    ax.plot(heads, fixed, "s--", label=f"d_k = {fixed_head_dim} fixed")
+    ax.plot(heads, split, "o-", label="$d_k = d_{\\mathrm{model}}\\,/\\,h$")
+    ax.plot(heads, fixed, "s--", label=f"$d_k$ = {fixed_head_dim} fixed")
     if mark is not None:
         ax.plot([mark], [attention_params(d_model, mark) / 1e6], "o", color="black", ms=7, mfc="none")
     ax.set_xticks(list(heads), [str(h) for h in heads])
     ax.set_ylim(0, None)
     ax.set_xlabel("number of heads h")
     ax.set_ylabel("parameters of one layer (millions)")
-    ax.set_title(f"Attention parameters, d_model = {d_model}")
-    ax.legend(fontsize=8)
+    ax.set_title(f"Attention parameters, $d_{{\\mathrm{{model}}}}$ = {d_model}")
+    ax.legend(fontsize=9)
     return fig
 
 
@@ -128,7 +133,7 @@ def plot_gqa_sweep(rows: list[dict], *, title: str):
     ax_cache.set_ylabel("KV cache (GiB)")
     ax_cache.set_title("KV cache grows linearly in g")
     ax_params.set_ylabel("parameters of one layer (millions)")
-    ax_params.set_title("parameters: (2h + 2g)·d_k·d_model")
+    ax_params.set_title("parameters: $(2h + 2g)\\,d_k\\,d_{\\mathrm{model}}$")
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()
     return fig
@@ -137,7 +142,7 @@ def plot_gqa_sweep(rows: list[dict], *, title: str):
 def render_cost(d_model: int, num_heads: int, seq_len: int):
     """Explorer frame: parameters against h (left) and FLOPs against T (right) for one setting."""
     use_style()
-    fig, (ax_p, ax_f) = plt.subplots(1, 2, figsize=(9.0, 3.8))
+    fig, (ax_p, ax_f) = plt.subplots(1, 2, figsize=(8.4, 3.8))
     plot_params_vs_heads(d_model, [1, 2, 3, 4, 6, 8, 12, 16], mark=num_heads, ax=ax_p)
     plot_flops_vs_seq_len(d_model, num_heads, [2**k for k in range(6, 16)], mark=seq_len, ax=ax_f)
     fig.suptitle(_cost_title(d_model, num_heads, seq_len), fontsize=10)
@@ -148,7 +153,7 @@ def render_cost(d_model: int, num_heads: int, seq_len: int):
 def _cost_title(d_model: int, num_heads: int, seq_len: int) -> str:
     c = calculator(d_model, num_heads, num_heads, 1, seq_len, bias=True)
     return (
-        f"h = {num_heads}, d_k = {c['head_dim']}: {c['params_per_layer']:,} parameters; "
+        f"h = {num_heads}, dₖ = {c['head_dim']}: {c['params_per_layer']:,} parameters; "
         f"n = {seq_len}: projections {c['projection_flops'] / 1e9:.2f} GFLOP, "
         f"attention {c['attention_flops'] / 1e9:.2f} GFLOP"
     )
@@ -195,7 +200,7 @@ def render_kv(num_kv_heads: int, num_layers: int, batch_size: int, precision: st
         va="top",
         fontsize=9,
     )
-    ax.legend(loc="center right", fontsize=8)
+    ax.legend(loc="center right", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -250,12 +255,24 @@ class KVPlot(LiveFigure):
 
 #: The KV explorer's context axis: 0 to 64k tokens, so that Llama 2 7B's 49,152 is on it.
 KV_EXPLORER_MAX_LEN = 65536
-#: Controls of the two explorers (each product of lengths <= 30 frames). Each opens on its first
-#: values, the case the chapter discusses: GPT-2 small's layer (d_model 768, h 12) at its 1,024-token
-#: context, and Llama 2 7B's cache (g = h = 32, 32 layers, batch 1, fp16). The head sliders run
-#: from there towards fewer (wider, or shared) heads.
-COST_CONTROLS = {"d_model": [768, 1536], "num_heads": [12, 3, 1], "seq_len": [1024, 4608]}
-KV_CONTROLS = {"num_kv_heads": [32, 8, 1], "num_layers": [32, 80], "batch_size": [1, 8], "precision": ["fp16", "8-bit"]}
+#: Controls of the two explorers (each product of lengths <= 30 frames), every slider growing to the
+#: right. Each opens on the case the chapter discusses (``*_INITIAL``): GPT-2 small's layer
+#: (d_model 768, h 12) at its 1,024-token context, and Llama 2 7B's cache (g = h = 32, 32 layers,
+#: batch 1, fp16); moving a head slider left gives fewer (wider, or shared) heads.
+COST_CONTROLS = {"d_model": [768, 1536], "num_heads": [1, 3, 12], "seq_len": [1024, 4608]}
+KV_CONTROLS = {"num_kv_heads": [1, 8, 32], "num_layers": [32, 80], "batch_size": [1, 8], "precision": ["fp16", "8-bit"]}
+COST_INITIAL = {"d_model": 768, "num_heads": 12, "seq_len": 1024}
+KV_INITIAL = {"num_kv_heads": 32, "num_layers": 32, "batch_size": 1, "precision": "fp16"}
+#: What the reader sees for each control: the words, with the symbol of the text and the unit.
+LABELS = {
+    "d_model": "model width d_model",
+    "num_heads": "number of heads h",
+    "seq_len": "sequence length n (tokens)",
+    "num_kv_heads": "key/value heads g",
+    "num_layers": "layers",
+    "batch_size": "batch size",
+    "precision": "precision",
+}
 
 
 def kv_alt(num_kv_heads: int, num_layers: int, batch_size: int, precision: str) -> str:
@@ -278,7 +295,13 @@ def cost_alt(d_model: int, num_heads: int, seq_len: int) -> str:
     )
 
 
-#: The two explorers' controls in a live kernel: the same grids, with the sequence length and the
-#: batch as integer sliders between and beyond them.
-COST_LIVE_CONTROLS = {**COST_CONTROLS, "seq_len": IntRange(64, 32768, grid=COST_CONTROLS["seq_len"], log=True)}
-KV_LIVE_CONTROLS = {**KV_CONTROLS, "batch_size": IntRange(1, 64, grid=KV_CONTROLS["batch_size"])}
+#: The two explorers' controls, labelled: in a live kernel the same grids, with the sequence length
+#: and the batch as integer sliders between and beyond them.
+COST_LIVE_CONTROLS = {
+    **{name: Choice(values, label=LABELS[name]) for name, values in COST_CONTROLS.items()},
+    "seq_len": IntRange(64, 32768, grid=COST_CONTROLS["seq_len"], log=True, label=LABELS["seq_len"]),
+}
+KV_LIVE_CONTROLS = {
+    **{name: Choice(values, label=LABELS[name]) for name, values in KV_CONTROLS.items()},
+    "batch_size": IntRange(1, 64, grid=KV_CONTROLS["batch_size"], label=LABELS["batch_size"]),
+}

@@ -3,7 +3,9 @@ words the caption and the default alt text use for them (no figures, no widgets)
 
 A control is a name and either a plain list of allowed values (numbers: a slider; strings: a
 dropdown) or one of the specs below, which give the control a *live form* for a running kernel
-and a *grid* for the static HTML book:
+and a *grid* for the static HTML book. The name is ``render``'s keyword argument; a spec's
+``label`` is what the reader sees, in words with the symbol and unit (``"number of heads h"``,
+``"head size dₖ"``, ``"context length (tokens)"``; default: the name). Numbers grow to the right.
 
 ======================================  ===================================  ==========================
 spec                                    live form (a running kernel)         grid (the static book)
@@ -68,9 +70,20 @@ class Control:
 
     kind = "choice"
 
-    def __init__(self, grid, value=None):
+    def __init__(self, grid, value=None, label=None, names=None):
+        if label is not None and (not isinstance(label, str) or not label.strip()):
+            raise TypeError(f"label must be a non-empty string (what the reader sees) or None, found {label!r}")
+        self.label = label
         self.grid = _check_values(grid, "the grid")
+        self.names = dict(names or {})
+        unknown = [v for v in self.names if v not in self.grid]
+        if unknown:
+            raise ValueError(f"names gives a name to {unknown}, which the grid {self.grid} does not hold")
         self.value = self.grid[0] if value is None else self.check(value)
+
+    def show(self, value) -> str:
+        """How ``value`` reads on the control: its name in ``names``, else :func:`format_value`."""
+        return self.names.get(value, format_value(value)) if isinstance(value, (str, numbers.Number)) else str(value)
 
     def check(self, value):
         """``value`` if the live control can take it, else a ValueError or TypeError saying why."""
@@ -93,14 +106,21 @@ class Control:
         return f"{type(self).__name__}({self.grid!r}, value={self.value!r})"
 
 
+def label_of(name: str, spec) -> str:
+    """What the reader sees for control ``name``: its spec's ``label``, else the name."""
+    return getattr(spec, "label", None) or name
+
+
 class Choice(Control):
     """A discrete control: numbers give a slider over the values, strings a dropdown, live and static.
 
-    ``Choice([1, 2, 4, 8], value=4)`` is the plain list ``[1, 2, 4, 8]`` opening on 4.
+    ``Choice([1, 2, 4, 8], value=4)`` is the plain list ``[1, 2, 4, 8]`` opening on 4;
+    ``label="number of heads h"`` names it for the reader, and ``names={"1/d_k": "1/dₖ"}`` shows an
+    option (what ``render`` gets, easy to type) as it reads in the text.
     """
 
-    def __init__(self, options, *, value=None):
-        super().__init__(options, value)
+    def __init__(self, options, *, value=None, label=None, names=None):
+        super().__init__(options, value, label, names)
 
 
 class FloatRange(Control):
@@ -112,11 +132,12 @@ class FloatRange(Control):
             With ``log=True`` the slider moves in equal ratios and values keep 3 significant digits.
         grid: the values the static book precomputes (at least one).
         value: where the explorer opens (default: the first grid value).
+        label: what the reader sees (default: the control's name).
     """
 
     kind = "float"
 
-    def __init__(self, lo, hi, step=None, *, grid, value=None, log=False):
+    def __init__(self, lo, hi, step=None, *, grid, value=None, log=False, label=None):
         for name, x in (("lo", lo), ("hi", hi)):
             if not is_number(x) or not math.isfinite(x):
                 raise TypeError(f"{name} must be a finite number, found {x!r}")
@@ -131,7 +152,7 @@ class FloatRange(Control):
         grid = _check_values(grid, "the grid")
         for v in grid:
             self._in_range(v, "grid value")
-        super().__init__(grid, value)
+        super().__init__(grid, value, label)
 
     def _in_range(self, value, what="value"):
         if not is_number(value):
@@ -167,14 +188,14 @@ class IntRange(FloatRange):
 
     kind = "int"
 
-    def __init__(self, lo, hi, step=1, *, grid, value=None, log=False):
+    def __init__(self, lo, hi, step=1, *, grid, value=None, log=False, label=None):
         for name, x in (("lo", lo), ("hi", hi), ("step", step)):
             if not isinstance(x, numbers.Integral) or isinstance(x, bool):
                 raise TypeError(f"{name} must be an integer, found {x!r}")
         for v in grid if isinstance(grid, Sequence) and not isinstance(grid, str) else []:
             if not isinstance(v, numbers.Integral) or isinstance(v, bool):
                 raise TypeError(f"grid value {v!r} must be an integer")
-        super().__init__(lo, hi, step, grid=grid, value=value, log=log)
+        super().__init__(lo, hi, step, grid=grid, value=value, log=log, label=label)
 
     def check(self, value):
         if not isinstance(value, numbers.Integral) or isinstance(value, bool):
@@ -195,18 +216,19 @@ class Text(Control):
         default: the text it opens with (``value``).
         grid: the texts the static book offers in a dropdown (default: ``[default]``).
         placeholder: shown in an empty box.
+        label: what the reader sees (default: the control's name).
     """
 
     kind = "text"
 
-    def __init__(self, default, *, grid=None, placeholder=""):
+    def __init__(self, default, *, grid=None, placeholder="", label=None):
         if not isinstance(default, str):
             raise TypeError(f"default must be a string, found {type(default).__name__}")
         grid = [default] if grid is None else grid
         if not all(isinstance(v, str) for v in (grid if isinstance(grid, Sequence) else [])):
             raise TypeError("the grid of a Text control holds strings")
         self.placeholder = placeholder
-        super().__init__(grid, default)
+        super().__init__(grid, default, label)
 
     def check(self, value):
         if not isinstance(value, str):
@@ -286,12 +308,15 @@ def grid(controls) -> list[dict]:
     return [dict(zip(names, combo)) for combo in itertools.product(*controls.values())]
 
 
-def grid_description(controls) -> str:
-    """The sentence the caption uses to state the grid, e.g. ``Precomputed for 12 values ...``."""
+def grid_description(controls, labels: Mapping | None = None) -> str:
+    """The sentence the caption uses to state the grid, e.g. ``Precomputed for 12 values ...``
+    (each control by its name, or by its label in ``labels``)."""
     controls = check_controls(controls)
+    labels = labels or {}
     count = math.prod(len(v) for v in controls.values())
     parts = [
-        f"{name} \N{ELEMENT OF} {{{', '.join(format_value(v) for v in values)}}}" for name, values in controls.items()
+        f"{labels.get(name, name)} \N{ELEMENT OF} {{{', '.join(format_value(v) for v in values)}}}"
+        for name, values in controls.items()
     ]
     noun = "value" if count == 1 else "values"
     if len(controls) > 1:
@@ -303,14 +328,17 @@ def grid_description(controls) -> str:
 def live_description(controls) -> str:
     """The sentence a live explorer shows under its figure: what it computes, and what the book holds."""
     specs, _ = check_specs(controls)
-    free = [spec.live_words(name) for name, spec in specs.items() if not isinstance(spec, Choice)]
+    labels = {name: label_of(name, spec) for name, spec in specs.items()}
+    free = [spec.live_words(labels[name]) for name, spec in specs.items() if not isinstance(spec, Choice)]
     what = f" ({'; '.join(free)})" if free else ""
-    book = grid_description({name: spec.grid for name, spec in specs.items()})
+    book = grid_description({name: [spec.show(v) for v in spec.grid] for name, spec in specs.items()}, labels)
     book = book.replace("Precomputed for", "the static book precomputes", 1)
     return f"Computed live in this kernel at every change{what}; {book}"
 
 
-def default_alt(title: str, values: Mapping) -> str:
-    """Alt text used when ``explorer`` gets no ``alt``: the title followed by the values."""
-    settings = ", ".join(f"{name} = {format_value(v)}" for name, v in values.items())
+def default_alt(title: str, values: Mapping, labels: Mapping | None = None) -> str:
+    """Alt text used when ``explorer`` gets no ``alt``: the title followed by the values (each
+    control by its label in ``labels``, else its name)."""
+    labels = labels or {}
+    settings = ", ".join(f"{labels.get(name, name)} = {format_value(v)}" for name, v in values.items())
     return f"{title} ({settings})"

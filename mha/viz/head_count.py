@@ -31,20 +31,32 @@ def _maps_title(num_heads: int, seed: int) -> str:
     return f"{num_heads} head{'s' if num_heads > 1 else ''}, seed {seed}: held-out accuracy {accuracy:.2f}"
 
 
+#: The maps' canvas (inches), the same for every number of heads, so that no frame of the explorer
+#: is mostly blank: 1 head fills it, 2 heads share it side by side, 4 and 8 in two rows.
+MAPS_SIZE = (8.2, 5.6)
+#: Token labels on the maps, in points: 9.4 CSS px in a frame stored at 80 dpi (an 8.2-inch frame
+#: is shown at full size in the book's column).
+MAPS_LABEL_PT = 8.5
+
+
 def render_head_maps(num_heads: int = 2, seed: int = 0):
     """Figure: each head's attention map on a held-out sequence (cached, k = 4, MLP readout)."""
     weights, labels = cached_maps(num_heads, seed)
-    cols = min(num_heads, 4)
-    rows = math.ceil(num_heads / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols + 0.6, 3.0 * rows + 0.5), squeeze=False)
+    rows = 1 if num_heads <= 2 else 2
+    cols = math.ceil(num_heads / rows)
+    fig, axes = plt.subplots(rows, cols, figsize=MAPS_SIZE, squeeze=False)
     plot_heads(weights, labels, axes=list(axes.flat), annotate=False, title=_maps_title(num_heads, seed))
     # Every head reads the same sequence: label the keys under the bottom row and the queries left of
     # the first column only (fewer labels to read, and to redraw when a live explorer changes seed).
     for i, ax in enumerate(axes.flat):
         first_column, bottom_row = i % cols == 0, i >= num_heads - cols
-        ax.tick_params(labelsize=7, labelleft=first_column, labelbottom=bottom_row)
-        ax.set_xlabel("key" if bottom_row else "", fontsize=8)
-        ax.set_ylabel("query" if first_column else "", fontsize=8)
+        ax.tick_params(labelsize=MAPS_LABEL_PT, labelleft=first_column, labelbottom=bottom_row)
+        if cols >= 4:  # four maps abreast: the key labels upright, so that they do not run into each other
+            ax.tick_params(axis="x", labelrotation=90)
+        ax.set_xlabel("key" if bottom_row else "", fontsize=10)
+        ax.set_ylabel("query" if first_column else "", fontsize=10)
+    # Fixed margins (the same for every seed, so a live update keeps the layout), room for the labels.
+    fig.subplots_adjust(left=0.09, right=0.99, top=0.88, bottom=0.14, wspace=0.12, hspace=0.32)
     fig._mha_labels = list(labels)
     return fig
 
@@ -104,7 +116,7 @@ def plot_accuracy_vs_heads(num_relations: int = DEFAULT_RELATIONS, *, readouts=t
     ax.set_xscale("log", base=2)
     ax.set_xticks(list(GRID_HEADS), [str(h) for h in GRID_HEADS])
     ax.set_ylim(-0.03, 1.03)
-    ax.set_xlabel("number of heads h (same d_model, same parameters)")
+    ax.set_xlabel("number of heads h (same $d_{\\mathrm{model}}$, same parameters)")
     ax.set_ylabel("held-out accuracy (all k answers right)")
     ax.set_title(f"Copying k = {num_relations} tokens at once, after 1,500 steps")
     ax.legend(loc="lower right")
@@ -135,7 +147,7 @@ def plot_grid(readout: str = "mlp", *, ax=None):
 
 def plot_grids():
     """Both readouts' grids side by side, large enough to read at page width. Returns the figure."""
-    fig, axes = plt.subplots(1, 2, figsize=(11.0, 4.6))
+    fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.4))
     for ax, readout in zip(axes, ("mlp", "linear")):
         plot_grid(readout, ax=ax)
     fig.suptitle("Held-out accuracy after 1,500 steps (all k answers right)", fontsize=13)
@@ -181,11 +193,11 @@ def plot_learning_curves(num_relations: int = DEFAULT_RELATIONS, *, readout: str
 
 def plot_curve_panels(panels=(("mlp", 4), ("mlp", 6))):
     """Learning curves side by side, one panel per ``(readout, k)``. Returns the figure."""
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.6), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.6), sharey=True, squeeze=False)
     for ax, (readout, k) in zip(axes[0], panels):
         plot_learning_curves(k, readout=readout, ax=ax)
     for ax in axes[0][1:]:
         ax.set_ylabel("")
-    fig.suptitle("Accuracy against training steps: each seed (thin), median held-out (thick), median train (dashed)")
+    fig.suptitle("Accuracy against training steps: each seed (thin),\nmedian held-out (thick), median train (dashed)")
     fig.tight_layout()
     return fig

@@ -31,12 +31,14 @@ import html
 import itertools
 import math
 import os
+import threading
 import time
 import traceback
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 
-from .controls import Control, FloatRange, IntRange, Text, default_alt, format_value, is_number
+from .controls import Control, FloatRange, IntRange, Text, default_alt, is_number, label_of
+from .drawlock import DRAW_LOCK, guard_matplotlib_hooks
 from .frames import canvas_png, capture, figure_png
 
 #: Environment variable that forces the mode: ``live`` or ``static`` (unset: decided by the kernel).
@@ -293,7 +295,7 @@ def control_widget(name: str, spec: Control, value, *, live: bool):
     its grid, as the static book shows it."""
     import ipywidgets as widgets
 
-    common = {"description": name, "style": {"description_width": "initial"}}
+    common = {"description": label_of(name, spec), "style": {"description_width": "initial"}}
     if live and isinstance(spec, FloatRange):
         slider = {"continuous_update": True, "layout": widgets.Layout(width="28em"), **common}
         if spec.log:
@@ -318,7 +320,7 @@ def control_widget(name: str, spec: Control, value, *, live: bool):
     else:
         grid = spec.grid
         value = grid[spec.grid_start(value)]
-        options = [(format_value(v), v) for v in grid]
+        options = [(spec.show(v), v) for v in grid]
         if is_number(grid[0]):
             control = widgets.SelectionSlider(options=options, value=value, continuous_update=True, **common)
         else:
@@ -351,7 +353,12 @@ class LiveView:
         self.status.add_class("mha-explorer-status")
         self.timings: list[float] = []  # ms per update, kernel side (what `make bench` times)
         self.shown: dict | None = None
-        self._busy = self._wanted = False
+        # ipykernel 7 may deliver two widget messages on two threads, and the warm steps run on the
+        # event loop's: one lock keeps every draw (matplotlib's figures and its mathtext parser are
+        # not thread-safe) to one thread at a time.
+        self._lock = threading.Lock()
+        self._wanted = False
+        guard_matplotlib_hooks()
         parts = [widgets.HTML(f"<b>{html.escape(title)}</b>"), *self.inputs.values(), self.image, self.status]
         parts.append(widgets.HTML(f"<small>{html.escape(caption)}</small>"))
         self.widget = widgets.VBox(parts)
@@ -375,9 +382,17 @@ class LiveView:
             return False
 
         def step():
-            if self._busy:
+            if not self._lock.acquire(blocking=False):  # a change is being drawn: later
                 loop.call_later(delay, step)
-            elif self.warm():
+                return
+            try:
+                with DRAW_LOCK:
+                    more = self.warm()
+            finally:
+                self._lock.release()
+            if self._wanted:  # a change that came while this step held the lock
+                self._on_change()
+            if more:
                 loop.call_later(0.05, step)
 
         loop.call_later(delay, step)
@@ -397,17 +412,17 @@ class LiveView:
         return values
 
     def _on_change(self, change=None) -> None:
-        """Draw the latest values; a change during a draw only marks them wanted (coalescing)."""
+        """Draw the latest values; a change during a draw only marks them wanted (coalescing): the
+        thread that holds the lock draws them before it lets go."""
+        guard_matplotlib_hooks()  # again: a later %matplotlib may have put the plain hooks back
         self._wanted = True
-        if self._busy:
-            return
-        self._busy = True
-        try:
-            while self._wanted:
-                self._wanted = False
-                self.show(self.values())
-        finally:
-            self._busy = False
+        while self._wanted and self._lock.acquire(blocking=False):
+            try:
+                while self._wanted:
+                    self._wanted = False
+                    self.show(self.values())
+            finally:
+                self._lock.release()
 
     def show(self, values: Mapping) -> None:
         """Compute the figure for ``values`` and show it; an error goes to the status line instead
@@ -415,7 +430,8 @@ class LiveView:
         start = time.perf_counter()
         values = dict(values)
         try:
-            data, fmt = self.picture(values)
+            with DRAW_LOCK:
+                data, fmt = self.picture(values)
         except INPUT_ERRORS as error:
             self.status.value = _error_html(f"{type(error).__name__}: {error}")
             return
@@ -440,7 +456,7 @@ class LiveView:
                     return text
             except Exception:  # an alt written for the grid may not know a live value
                 pass
-        return default_alt(self.title, values)
+        return default_alt(self.title, values, {name: label_of(name, spec) for name, spec in self.specs.items()})
 
 
 def _error_html(text: str, pre: bool = False) -> str:

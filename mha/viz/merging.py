@@ -49,7 +49,7 @@ def plot_out_proj_blocks(matrices: dict, num_heads: int):
         for i, label in enumerate(ax.get_yticklabels()):
             label.set_color(head_color(i))
         ax.set_xticks([])
-        ax.set_xlabel(f"output feature (d_model = {w_o.shape[1]})", fontsize=11)
+        ax.set_xlabel(f"output feature ($d_{{\\mathrm{{model}}}}$ = {w_o.shape[1]})", fontsize=11)
         ax.set_title(f"{name}: rank {rank}", fontsize=12)
     for ax in axes.flat[len(names) :]:
         ax.axis("off")
@@ -76,7 +76,15 @@ def plot_merge_example(merge: str, sentence: str):
     words, heads = ex["words"], ex["heads"]
     merged = ex["merged"]
     wide = merge == "concat"
-    fig, axes = plt.subplots(1, 3, figsize=(12.5, 4.4), gridspec_kw={"width_ratios": [1, 1, 2 if wide else 1.2]})
+    # the two heads side by side, what the final projection receives below them: 8.4 inches wide,
+    # so that an 80-dpi frame is shown at full size in the book's column (10-point text, 11 px)
+    fig = plt.figure(figsize=(8.4, 6.4))
+    grid = fig.add_gridspec(2, 4, hspace=0.75, wspace=0.8)
+    axes = [
+        fig.add_subplot(grid[0, :2]),
+        fig.add_subplot(grid[0, 2:]),
+        fig.add_subplot(grid[1, :] if wide else grid[1, 1:3]),
+    ]
     roles = ("head 1: one word back", "head 2: one word ahead")
     for h, ax in enumerate(axes[:2]):
         _heatmap(ax, heads[h], words, ROLE_VOCAB, roles[h], head_color(h))
@@ -88,7 +96,7 @@ def plot_merge_example(merge: str, sentence: str):
         ax.set_xlabel("feature (word)", fontsize=11)
     fig.suptitle(f"'{sentence}', merge = {merge}", fontsize=13)
     # Fixed margins instead of tight_layout(): the explorer redraws this figure on every change.
-    fig.subplots_adjust(left=0.08, right=0.99, bottom=0.27, top=0.84, wspace=0.5 if wide else 0.75)
+    fig.subplots_adjust(left=0.12, right=0.99, bottom=0.13, top=0.9)
     return fig
 
 
@@ -136,7 +144,7 @@ def _cell_color(v: float) -> str:
 def plot_merge_curves(runs: list[dict], sweep: str = "main", *, lr=None):
     """One panel per strategy: held-out accuracy against training steps, each seed a thin line,
     the median over seeds a thick one, the median training accuracy dashed. Returns the figure."""
-    fig, axes = plt.subplots(2, 3, figsize=(12.0, 7.0), sharex=True, sharey=True)
+    fig, axes = plt.subplots(2, 3, figsize=(9.0, 6.6), sharex=True, sharey=True)
     for ax, strategy in zip(axes.flat, STRATEGIES):
         group = select(runs, sweep, strategy=strategy, lr=lr)
         color = STRATEGY_COLORS[strategy]
@@ -157,12 +165,12 @@ def plot_merge_curves(runs: list[dict], sweep: str = "main", *, lr=None):
                 label=label,
             )
         ax.set_xscale("log")
-        ax.set_title(f"{strategy} ({group[0]['params']:,} parameters)", fontsize=12)
+        ax.set_title(f"{strategy}\n({group[0]['params']:,} parameters)", fontsize=11)
         ax.axvline(1500, color="#999999", lw=1, ls=":")
         ax.set_ylim(-0.03, 1.03)
     ticks = [250, 1500, 6000, 12_000]
     for ax in (*axes[-1][:2], axes[0, 2]):  # the bottom panel of each column
-        ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
+        ax.set_xticks(ticks, ["250", "1,500", "6k", "12k"])
         ax.minorticks_off()
         ax.tick_params(labelbottom=True)
         ax.set_xlabel("training steps (log scale)", fontsize=11)
@@ -175,8 +183,10 @@ def plot_merge_curves(runs: list[dict], sweep: str = "main", *, lr=None):
         "thin lines: one seed each (held-out)\nthick line: median held-out\ndashed: median on the training set\n"
         "dotted vertical: 1,500 steps"
     )
-    last.text(0.0, 0.5, legend, transform=last.transAxes, fontsize=11, va="center")
-    fig.suptitle("Four relations, d_model = 32, 4 heads: accuracy against training steps, per merge", fontsize=13)
+    last.text(0.0, 0.5, legend, transform=last.transAxes, fontsize=10, va="center")
+    fig.suptitle(
+        "Four relations, $d_{\\mathrm{model}}$ = 32, 4 heads: accuracy against training steps, per merge", fontsize=12
+    )
     fig.tight_layout()
     return fig
 

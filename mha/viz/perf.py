@@ -19,11 +19,13 @@ from ..chapters.perf_results import (
     MEASURES,
     SHORT_NAMES,
     WEIGHTS,
+    explorer_controls,
     memory_bytes,
     paired_ratio,
     seq_lens,
     timing,
 )
+from .controls import Choice
 from .live import LiveFigure
 from .plotting import HEAD_COLORS, use_style
 
@@ -68,7 +70,7 @@ def plot_time_vs_seq_len(report, *, key: str = "forward_backward", impls=MAIN_IM
     _plain_log_ticks(ax)
     what = "forward + backward" if key == "forward_backward" else "forward"
     ax.set_title(f"{what}, {report['environment']['device']} {report['environment']['dtype']}")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=9)
     return fig
 
 
@@ -88,7 +90,7 @@ def plot_ratio_vs_seq_len(report, pairs, *, ax=None, title=None):
     _log2_lengths(ax, lengths)
     ax.set_ylabel("time ratio per round (median, IQR)")
     ax.set_title(title or "time ratios")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=9)
     return fig
 
 
@@ -110,7 +112,7 @@ def plot_memory_vs_seq_len(report, *, impls=MAIN_IMPLS, ax=None):
     ax.set_ylabel("saved for backward (MiB)")
     _plain_log_ticks(ax)
     ax.set_title(f"memory, batch {report['batch_size']}, {report['num_heads']} heads")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=9)
     return fig
 
 
@@ -134,13 +136,24 @@ def render_benchmark(report, measure: str = "forward+backward", seq_len: int | N
     ax.barh(y, times, xerr=spread, capsize=3, color=[_color(i) for i in MAIN_IMPLS])
     ax.set_yticks(y, [SHORT_NAMES[i] for i in MAIN_IMPLS])
     for yi, t, r in zip(y, times, records):
-        ax.text(r["q3_ms"], yi, f" {t:.0f} ms ({t / fastest:.2f}x)", va="center", fontsize=8)
+        ax.text(r["q3_ms"], yi, f" {t:.0f} ms ({t / fastest:.2f}×)", va="center", fontsize=9)
     ax.set_xlim(0, max(r["q3_ms"] for r in records) * 1.4)
     ax.set_xlabel("median time (ms), bars: IQR")
-    ax.set_title(f"{measure}, T = {seq_len}, batch {report['batch_size']}, d_model {report['d_model']}")
+    ax.set_title(
+        f"{measure}, $T$ = {seq_len}, batch {report['batch_size']}, $d_{{\\mathrm{{model}}}}$ {report['d_model']}"
+    )
     # fixed margins: tight_layout would draw the figure once more, a third of a frame's time
     fig.subplots_adjust(left=0.25, right=0.97, bottom=0.16, top=0.9)
     return fig
+
+
+#: What the reader sees for the stored-benchmark explorer's controls.
+BENCHMARK_LABELS = {"measure": "measure", "seq_len": "sequence length T (tokens)"}
+
+
+def benchmark_controls(report) -> dict:
+    """The stored-benchmark explorer's controls (:func:`~mha.chapters.perf_results.explorer_controls`), labelled."""
+    return {name: Choice(values, label=BENCHMARK_LABELS[name]) for name, values in explorer_controls(report).items()}
 
 
 class StoredBenchmark(LiveFigure):
@@ -185,7 +198,7 @@ def plot_decode_roofline(*, kv_heads=(32, 8, 1), model: str = DECODE_MODEL, ax=N
     ax.set_ylabel("bytes read per step (GiB)")
     _plain_log_ticks(ax)
     ax.set_title(f"one decoding step of {model}, fp16")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=9)
     return fig
 
 
@@ -213,5 +226,5 @@ def plot_decode_steps(decoding, *, ax=None):
     ax.set_xlabel("bytes read per step (MiB): weights + KV cache")
     ax.set_ylabel("median step time (ms), bars: IQR")
     ax.set_title("one decoding step, measured against its roofline")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=9)
     return fig

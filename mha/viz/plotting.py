@@ -11,8 +11,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-#: One colour per head, used in every chapter (colour-blind-safe Okabe-Ito palette).
-HEAD_COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
+#: One colour per head, used in every chapter: the colour-blind-safe Okabe-Ito palette, with its
+#: yellow (#F0E442, 1.2:1 against white, faint on the page) darkened to an olive (4.1:1).
+HEAD_COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#8C7B00", "#000000"]
 
 STYLE = {
     "figure.figsize": (6.0, 4.0),
@@ -32,8 +33,33 @@ STYLE = {
 
 
 def use_style() -> None:
-    """Apply the course's plotting style to every later figure."""
+    """Apply the course's plotting style to every later figure.
+
+    In a notebook (IPython with the inline backend) a figure output then also stores its alt text
+    and the size of its smallest text (:func:`mha.viz.describe.figure_output`): the book shows the
+    alt text and a test checks that the text is legible at the book's column width."""
     plt.rcParams.update(STYLE)
+    describe_notebook_figures()
+
+
+def describe_notebook_figures() -> bool:
+    """Make :func:`mha.viz.describe.figure_output` the PNG formatter of figures in this IPython
+    kernel (inline backend only). Returns whether it did."""
+    import sys
+
+    from matplotlib.figure import Figure
+
+    from .describe import figure_output
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or "inline" not in str(matplotlib.get_backend()):
+        return False
+    # The inline backend registers its own formatters when it is first imported: import it first.
+    import matplotlib_inline.backend_inline  # noqa: F401
+
+    shell.display_formatter.formatters["image/png"].for_type(Figure, figure_output)
+    return True
 
 
 def head_color(i: int) -> str:
@@ -57,7 +83,7 @@ def plot_attention(
     annotate=True,
     color=None,
     vmax=1.0,
-    fontsize=7,
+    fontsize=9,
 ):
     """Heatmap of one head's weights, rows = queries, columns = keys, with token labels.
 
@@ -83,7 +109,7 @@ def plot_attention(
     cmap = "viridis"
     if color is not None:
         cmap = matplotlib.colors.LinearSegmentedColormap.from_list("head", ["#ffffff", color])
-    ax.imshow(w, cmap=cmap, vmin=0.0, vmax=vmax, aspect="auto")
+    image = ax.imshow(w, cmap=cmap, vmin=0.0, vmax=vmax, aspect="auto")
     ax.set_xticks(range(len(key_tokens)), key_tokens, rotation=45, ha="right")
     ax.set_yticks(range(len(query_tokens)), query_tokens)
     ax.set_xlabel("key (attended to)")
@@ -98,9 +124,18 @@ def plot_attention(
                 ha="center",
                 va="center",
                 fontsize=fontsize,
-                color="white" if value > 0.6 * vmax and color is None else "black",
+                color=contrast_color(image, value),
             )
     return fig
+
+
+def contrast_color(image, value):
+    """``"white"`` or ``"black"``: the label colour that reads on ``image``'s cell of ``value`` (an
+    array of values gives an array of colours, computed at once)."""
+    rgba = np.asarray(image.cmap(image.norm(value)))
+    luminance = rgba[..., :3] @ np.array([0.2126, 0.7152, 0.0722])
+    colors = np.where(luminance < 0.5, "white", "black")
+    return str(colors) if colors.ndim == 0 else colors
 
 
 def plot_heads(weights, query_tokens, key_tokens=None, *, title=None, annotate=True, axes=None):

@@ -32,7 +32,8 @@ def plot_all_heads(weights: np.ndarray, tokens, *, title: str):
     for layer in range(num_layers):
         for head in range(num_heads):
             mosaic[layer * step : layer * step + seq_len, head * step : head * step + seq_len] = weights[layer, head]
-    fig, ax = plt.subplots(figsize=(1.0 * num_heads + 1.0, 1.0 * num_layers + 1.2))
+    # half an inch a thumbnail: the figure fits the book's column, its labels at full size
+    fig, ax = plt.subplots(figsize=(0.5 * num_heads + 1.0, 0.5 * num_layers + 1.4))
     ax.imshow(mosaic, vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest")
     centres = np.arange(num_heads) * step + (seq_len - 1) / 2
     ax.set_xticks(centres, [str(h + 1) for h in range(num_heads)])
@@ -43,84 +44,123 @@ def plot_all_heads(weights: np.ndarray, tokens, *, title: str):
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
     ax.set_title(
-        f"{title}\n(each square: {seq_len} query rows x {seq_len} key columns, "
+        f"{title}\n(each square: {seq_len} query rows × {seq_len} key columns, "
         f"{tokens[0]} top/left, {tokens[-1]} bottom/right)",
         fontsize=10,
     )
-    fig.subplots_adjust(left=0.06, right=0.99, bottom=0.08, top=0.88)
+    fig.subplots_adjust(left=0.09, right=0.99, bottom=0.12, top=0.84)
     return fig
 
 
-def _layer_mosaic(weights: np.ndarray, layer: int, cols: int = 4):
-    """One layer's heads tiled ``rows x cols`` in one array (NaN, shown white, between tiles)."""
-    num_heads, seq_len = weights.shape[1], weights.shape[-1]
-    rows = math.ceil(num_heads / cols)
+#: Heads per frame of the layer explorer (two rows of three), and the layout of their tiles.
+HEADS_PER_FRAME = 6
+TILE_COLUMNS = 3
+#: The layer figure's size (inches), and its token labels' largest size (points): at 80 dpi the
+#: frame is shown at full size in the book's column, its 8.5-point labels 9.4 CSS px tall.
+LAYER_FIGSIZE = (8.4, 6.8)
+TOKEN_PT = 8.5
+
+
+def _shown_heads(num_heads: int, first_head: int) -> range:
+    """The heads (0-based) a frame shows: ``HEADS_PER_FRAME`` from ``first_head`` (1-based)."""
+    if (
+        isinstance(first_head, bool)
+        or not isinstance(first_head, (int, np.integer))
+        or not 1 <= first_head <= num_heads
+    ):
+        raise ValueError(f"first_head must be a head number 1..{num_heads}, found {first_head!r}")
+    return range(first_head - 1, min(num_heads, first_head - 1 + HEADS_PER_FRAME))
+
+
+def _layer_mosaic(weights: np.ndarray, layer: int, heads: range, cols: int = TILE_COLUMNS):
+    """Some heads of one layer tiled ``rows x cols`` in one array (NaN, shown white, between tiles)."""
+    seq_len = weights.shape[-1]
+    rows = math.ceil(HEADS_PER_FRAME / cols)
     step = seq_len + 2  # two white rows/columns between tiles, room for the head names
     mosaic = np.full((rows * step, cols * step - 2), np.nan)
-    for head in range(num_heads):
-        r, c = divmod(head, cols)
+    for k, head in enumerate(heads):
+        r, c = divmod(k, cols)
         mosaic[r * step + 2 : r * step + 2 + seq_len, c * step : c * step + seq_len] = weights[layer, head]
     return mosaic, rows, step
 
 
-def _label_layer(ax, tokens, num_heads: int, rows: int, step: int, cols: int = 4) -> None:
-    """Token labels on both axes and each tile's head name (positions follow the sentence's length)."""
+def _label_layer(ax, tokens, heads: range, rows: int, step: int, cols: int = TILE_COLUMNS) -> None:
+    """Token labels on both axes and each tile's head name (positions follow the sentence's length;
+    a long typed sentence gets smaller labels, the book's twins ``TOKEN_PT``)."""
     seq_len = len(tokens)
-    ax.set_xticks([c * step + j for c in range(cols) for j in range(seq_len)], tokens * cols, rotation=90, fontsize=6)
-    ax.set_yticks([r * step + 2 + i for r in range(rows) for i in range(seq_len)], tokens * rows, fontsize=6)
+    size = min(TOKEN_PT, 150.0 / seq_len)
+    ax.set_xticks(
+        [c * step + j for c in range(cols) for j in range(seq_len)], tokens * cols, rotation=90, fontsize=size
+    )
+    ax.set_yticks([r * step + 2 + i for r in range(rows) for i in range(seq_len)], tokens * rows, fontsize=size)
     names = [text for text in ax.texts if text.get_gid() == "head-name"]
-    for head in range(num_heads):
-        r, c = divmod(head, cols)
+    for k, head in enumerate(heads):
+        r, c = divmod(k, cols)
         xy = (c * step + (seq_len - 1) / 2, r * step + 1.0)
-        if head < len(names):
-            names[head].set_position(xy)
+        if k < len(names):
+            names[k].set_position(xy)
+            names[k].set_text(f"head {head + 1}")
         else:
-            ax.text(*xy, f"head {head + 1}", ha="center", va="center", fontsize=9, gid="head-name")
+            ax.text(*xy, f"head {head + 1}", ha="center", va="center", fontsize=10, gid="head-name")
+    for name in names[len(heads) :]:
+        name.set_text("")
 
 
-def plot_layer_heads(weights: np.ndarray, tokens, layer: int, *, title: str):
-    """The heads of one layer (0-based ``layer``) with token labels, tiled 3 x 4 in one image.
+def plot_layer_heads(weights: np.ndarray, tokens, layer: int, *, title: str, first_head: int = 1):
+    """Six heads of one layer (0-based ``layer``; heads ``first_head`` to ``first_head + 5``, 1-based)
+    with token labels, tiled 2 x 3 in one image.
 
     Shapes: weights (L, H, T, T). Returns the figure.
     """
     use_style()
-    mosaic, rows, step = _layer_mosaic(weights, layer)
-    fig, ax = plt.subplots(figsize=(10.0, 2.6 * rows + 1.4))
+    heads = _shown_heads(weights.shape[1], first_head)
+    mosaic, rows, step = _layer_mosaic(weights, layer, heads)
+    fig, ax = plt.subplots(figsize=LAYER_FIGSIZE)
     ax.imshow(mosaic, vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest", aspect="auto")
-    _label_layer(ax, list(tokens), weights.shape[1], rows, step)
+    _label_layer(ax, list(tokens), heads, rows, step)
     ax.tick_params(length=0)
     for side in ("left", "bottom"):
         ax.spines[side].set_visible(False)
     ax.set_xlabel("key (attended to)")
     ax.set_ylabel("query")
     ax.set_title(title)
-    fig.subplots_adjust(left=0.09, right=0.99, bottom=0.13, top=0.94)
+    fig.subplots_adjust(left=0.14, right=0.99, bottom=0.17, top=0.94)
     return fig
 
 
 def layer_explorer(resolution: dict):
-    """``render(layer, sentence)`` for :func:`mha.widgets.explorer`: one layer's 12 heads on one twin.
+    """``render(layer, sentence, first_head=1)`` for :func:`mha.widgets.explorer`: six heads of one
+    layer on one twin.
 
     ``resolution`` is :func:`it_resolution`'s result; ``layer`` is 1-based, as the book counts.
     """
 
-    def render(layer: int, sentence: str):
+    def render(layer: int, sentence: str, first_head: int = 1):
         tokens = resolution["tokens"][sentence]
         return plot_layer_heads(
-            resolution["maps"][sentence], tokens, layer - 1, title=f'Layer {layer}, "...because it was too {sentence}"'
+            resolution["maps"][sentence],
+            tokens,
+            layer - 1,
+            title=_layer_title(layer, f"...because it was too {sentence}", first_head),
+            first_head=first_head,
         )
 
     return render
 
 
+def _layer_title(layer: int, words: str, first_head: int) -> str:
+    last = first_head + HEADS_PER_FRAME - 1
+    return f'Layer {layer}, heads {first_head}\N{EN DASH}{last}, "{words}"'
+
+
 class SentenceHeads(LiveFigure):
-    """Every head of one layer of the model on a sentence the reader types (chapter 7's explorer).
+    """Six heads of one layer of the model on a sentence the reader types (chapter 11's explorer).
 
     ``known`` maps sentences to ``(tokens, weights (L, H, T, T))`` already computed (the chapter's
     twins); any other sentence runs the model (:func:`~mha.chapters.pretrained_twins.sentence_attention`),
-    and the last few are kept, so that moving the layer slider computes nothing. ``update`` changes
-    the one figure in place, also for a sentence of another length (the tiles, labels and axes
-    follow it). Held to 300 ms (``budget_ms``): a 20-token sentence runs the model once.
+    and the last few are kept, so that moving the layer or head slider computes nothing. ``update``
+    changes the one figure in place, also for a sentence of another length (the tiles, labels and
+    axes follow it). Held to 300 ms (``budget_ms``): a 20-token sentence runs the model once.
     """
 
     budget_ms = (300.0, 300.0)
@@ -141,25 +181,38 @@ class SentenceHeads(LiveFigure):
             self.recent[sentence] = sentence_attention(self.model, self.tokenizer, sentence)
         return self.recent[sentence]
 
-    def title(self, layer: int, sentence: str) -> str:
-        words = self.titles.get(sentence) or (sentence if len(sentence) <= 70 else sentence[:67] + "...")
-        return f'Layer {layer}, "{words}"'
+    def title(self, layer: int, sentence: str, first_head: int = 1) -> str:
+        words = self.titles.get(sentence) or (sentence if len(sentence) <= 60 else sentence[:57] + "...")
+        return _layer_title(layer, words, first_head)
+
+    def alt(self, layer: int = 1, sentence: str = "", first_head: int = 1) -> str:
+        """The alt text of a frame: which heads, which layer, which sentence, how to read it."""
+        tokens, weights = self.attention(sentence)
+        heads = _shown_heads(weights.shape[1], first_head)
+        return (
+            f"Attention maps of heads {heads.start + 1} to {heads.stop} of layer {layer} on "
+            f'"{sentence}", {len(tokens)} tokens from {tokens[0]} to {tokens[-1]}: each map has a row '
+            "per query token and a column per key token, brighter where the weight is larger."
+        )
 
     def _check_layer(self, layer, num_layers: int) -> int:
         if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 1 <= layer <= num_layers:
             raise ValueError(f"layer must be a layer number 1..{num_layers}, found {layer!r}")
         return int(layer)
 
-    def draw(self, layer: int = 1, sentence: str = ""):
+    def draw(self, layer: int = 1, sentence: str = "", first_head: int = 1):
         tokens, weights = self.attention(sentence)
         layer = self._check_layer(layer, weights.shape[0])
-        return plot_layer_heads(weights, tokens, layer - 1, title=self.title(layer, sentence))
+        return plot_layer_heads(
+            weights, tokens, layer - 1, title=self.title(layer, sentence, first_head), first_head=first_head
+        )
 
-    def update(self, fig, layer: int = 1, sentence: str = ""):
+    def update(self, fig, layer: int = 1, sentence: str = "", first_head: int = 1):
         tokens, weights = self.attention(sentence)
         layer = self._check_layer(layer, weights.shape[0])
+        heads = _shown_heads(weights.shape[1], first_head)
         (ax,) = fig.axes
-        mosaic, rows, step = _layer_mosaic(weights, layer - 1)
+        mosaic, rows, step = _layer_mosaic(weights, layer - 1, heads)
         image = ax.images[0]
         if image.get_array().shape != mosaic.shape:  # another length: the tiles and labels move
             height, width = mosaic.shape
@@ -167,10 +220,10 @@ class SentenceHeads(LiveFigure):
             ax.set_xlim(-0.5, width - 0.5)
             ax.set_ylim(height - 0.5, -0.5)
         image.set_data(mosaic)
-        if getattr(fig, "_mha_tokens", None) != tokens:
-            _label_layer(ax, list(tokens), weights.shape[1], rows, step)
-            fig._mha_tokens = tokens
-        ax.set_title(self.title(layer, sentence))
+        if getattr(fig, "_mha_labels", None) != (tokens, heads):
+            _label_layer(ax, list(tokens), heads, rows, step)
+            fig._mha_labels = (tokens, heads)
+        ax.set_title(self.title(layer, sentence, first_head))
 
 
 def plot_it_margins(resolution: dict):
@@ -229,7 +282,7 @@ def plot_census(labels: np.ndarray, *, marks: np.ndarray | None = None):
     for (layer, head), label in np.ndenumerate(labels):
         star = "*" if marks is not None and marks[layer, head] else ""
         short = {"previous": "prev", "special": "spec"}.get(label, label)
-        ax.text(head, layer, short + star, ha="center", va="center", fontsize=7)
+        ax.text(head, layer, short + star, ha="center", va="center", fontsize=8)
     ax.set_xticks(range(labels.shape[1]), [str(h + 1) for h in range(labels.shape[1])])
     ax.set_yticks(range(labels.shape[0]), [str(layer + 1) for layer in range(labels.shape[0])])
     ax.set_xlabel("head")
@@ -303,7 +356,8 @@ def plot_pruning(study: dict):
         )
         curves = {k: fold["held_out"][k] for k in ("ablation", "importance", "greedy")}
         panels.append((title, curves, fold["random_held_out"]["margin"], fold["full"]["eval"]["margin"]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 4.0), sharey=True)
+    # one panel under the other: the figure fits the book's column, its text at full size
+    fig, axes = plt.subplots(len(panels), 1, figsize=(6.8, 2.7 * len(panels) + 0.3), sharex=True, sharey=True)
     for ax, (title, curves, randoms, full) in zip(axes, panels):
         counts = next(iter(curves.values()))["removed"]
         _band(ax, counts, randoms, f"random: {len(randoms)} orders")
@@ -311,11 +365,11 @@ def plot_pruning(study: dict):
             color, marker = PRUNING_STYLE[name]
             ax.plot(curve["removed"], curve["margin"], color=color, marker=marker, ms=3, label=name)
         ax.axhline(full, color="black", lw=0.8, ls=":", label="all heads")
-        ax.set_xlabel(f"heads removed (of {total})")
-        ax.set_title(title, fontsize=9)
-    axes[0].set_ylabel("paraphrase margin")
-    axes[0].legend(fontsize=7)
-    axes[1].legend(fontsize=7)
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel("paraphrase margin")
+    axes[-1].set_xlabel(f"heads removed (of {total})")
+    axes[0].legend(fontsize=9, loc="lower left")
+    axes[1].legend(fontsize=9, loc="lower left", ncol=2)
     fig.tight_layout()
     return fig
 
@@ -325,21 +379,21 @@ def plot_importance(fold: dict):
     first-order estimate of that change (left) and Michel et al.'s importance score (right)."""
     use_style()
     change = np.asarray(fold["single_head_margin"]) - fold["full"]["rank"]["margin"]  # (L, H)
-    fig, (ax_l, ax_r) = plt.subplots(1, 2, figsize=(10.0, 4.0))
+    fig, (ax_l, ax_r) = plt.subplots(1, 2, figsize=(8.6, 3.9))
     for layer in range(change.shape[0]):
         style = {"s": 16, "color": head_color(layer), "label": f"layer {layer + 1}"}
         ax_l.scatter(change[layer], np.asarray(fold["linear_change"])[layer], **style)
         ax_r.scatter(change[layer], np.asarray(fold["importance"])[layer], **style)
     low, high = change.min(), change.max()
     ax_l.plot([low, high], [low, high], color="grey", lw=0.8, label="estimate = change")
-    ax_l.set_ylabel("first-order estimate: -d margin / d gate")
+    ax_l.set_ylabel("first-order estimate: −∂ margin / ∂ gate")
     ax_l.set_title("The gradient predicts each removal", fontsize=10)
-    ax_r.set_ylabel("importance score (mean |gradient|, per-layer l2)")
+    ax_r.set_ylabel("importance score (mean |gradient|, per-layer ℓ2)")
     ax_r.set_title("Michel et al.'s score ranks by size, not by sign", fontsize=10)
     for ax in (ax_l, ax_r):
         ax.axvline(0.0, color="grey", lw=0.6)
         ax.set_xlabel("margin change when the head alone is removed")
-    ax_l.legend(fontsize=7, ncol=2)
+    ax_l.legend(fontsize=9, ncol=2)
     fig.tight_layout()
     return fig
 
@@ -349,10 +403,10 @@ def plot_twin_counts(twins: dict):
     right noun in (right), out of all pairs."""
     use_style()
     num_pairs = twins["resolves"].shape[0]
-    fig, axes = plt.subplots(1, 2, figsize=(11.0, 3.4))
+    fig, axes = plt.subplots(1, 2, figsize=(8.6, 3.0))
     for ax, key, title in (
-        (axes[0], "resolves", "pairs resolved (right noun in both twins)"),
-        (axes[1], "moves", "pairs where the weight moves toward the right noun"),
+        (axes[0], "resolves", "pairs resolved\n(right noun in both twins)"),
+        (axes[1], "moves", "pairs where the weight moves\ntoward the right noun"),
     ):
         counts = twins[key].sum(axis=0)  # (L, H)
         image = ax.imshow(counts, vmin=0, vmax=num_pairs, cmap="viridis")
@@ -363,14 +417,14 @@ def plot_twin_counts(twins: dict):
                 str(value),
                 ha="center",
                 va="center",
-                fontsize=7,
+                fontsize=9,
                 color="white" if value < num_pairs / 2 else "black",
             )
         ax.set_xticks(range(counts.shape[1]), [str(h + 1) for h in range(counts.shape[1])])
         ax.set_yticks(range(counts.shape[0]), [str(layer + 1) for layer in range(counts.shape[0])])
         ax.set_xlabel("head")
         ax.set_ylabel("layer")
-        ax.set_title(f"{title}, of {num_pairs}", fontsize=9)
+        ax.set_title(f"{title}, of {num_pairs}", fontsize=10)
         fig.colorbar(image, ax=ax, shrink=0.8)
     fig.tight_layout()
     return fig

@@ -16,6 +16,12 @@ from .plotting import head_color
 
 #: The score histogram's axis: one fixed range for every frame, scores beyond it piled at its ends.
 SCORE_LIMIT = 30.0
+#: How the scales of :data:`mha.chapters.scaling.SCALES` (names easy to type) read on the page.
+SCALE_NAMES = {"1/√d_k": "1/√dₖ", "1/d_k": "1/dₖ"}
+
+
+def scale_name(scale: str) -> str:
+    return SCALE_NAMES.get(scale, scale)
 
 
 def _scaling_numbers(d_k: int, scale: str):
@@ -27,7 +33,7 @@ def _scaling_numbers(d_k: int, scale: str):
     titles = (
         f"all scores: variance {stats['variance']:.3g}",
         f"all {scores.shape[0]} queries: mean largest weight {profile[0]:.2f}",
-        f"d_k = {d_k}, scale {scale}\n{100 * stats['saturated']:.0f}% of queries saturated "
+        f"dₖ = {d_k}, scale {scale_name(scale)}\n{100 * stats['saturated']:.0f}% of queries saturated "
         f"(largest weight > 0.99); median ‖∂softmax/∂scores‖ = {stats['jacobian_norm']:.1e}",
     )
     return clipped, profile, titles
@@ -49,10 +55,12 @@ def plot_scaling_sweep(sweep: dict):
     scales = [name for name in sweep if name != "d_k"]
     for ax, (key, label, yscale) in zip(axes.flat, panels):
         for i, scale in enumerate(scales):
-            ax.plot(sweep["d_k"], sweep[scale][key], marker="o", color=head_color(i), label=f"scale {scale}")
+            ax.plot(
+                sweep["d_k"], sweep[scale][key], marker="o", color=head_color(i), label=f"scale {scale_name(scale)}"
+            )
         ax.set_xscale("log", base=2)
         ax.set_yscale(yscale)
-        ax.set_xlabel("d_k (head width)")
+        ax.set_xlabel("head size $d_k$")
         ax.set_ylabel(label)
         ax.set_title(label)
     axes[0, 1].axhline(1.0 / NUM_KEYS, color="gray", lw=0.8, ls="--", label="uniform (1/16)")
@@ -71,7 +79,7 @@ def render_scaling(d_k: int = 64, scale: str = "1/√d_k"):
         matplotlib.figure.Figure
     """
     clipped, profile, titles = _scaling_numbers(d_k, scale)
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.0, 3.8))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(8.4, 3.9))
     # one fixed axis for every frame, so the spread itself is what changes; scores beyond it
     # are piled into the outermost bins
     limit = SCORE_LIMIT
@@ -88,7 +96,7 @@ def render_scaling(d_k: int = 64, scale: str = "1/√d_k"):
     ax2.set_xlabel("rank of the key in its query's row (1 = largest weight)")
     ax2.set_ylabel("mean softmax weight")
     ax2.set_title(titles[1])
-    ax2.legend(loc="upper right", fontsize=8)
+    ax2.legend(loc="upper right", fontsize=9)
     fig.suptitle(titles[2])
     fig.tight_layout()
     return fig
@@ -133,10 +141,11 @@ def render_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4):
     blocks = head_blocks(d_model, num_heads)
     head_dim = d_model // num_heads
     gap = 0.6
-    right_x = d_model + 4.0
-    # the same canvas for every h (the widest case is h = d_model), so explorer frames line up
+    right_x = d_model + ARROW_CELLS
+    # the same canvas for every h (the widest case is h = d_model), so explorer frames line up;
+    # CELL inches per cell keep it inside the book's column, its 10-point text at full size
     width = right_x + d_model + gap * (d_model - 1) + 0.5
-    fig, ax = plt.subplots(figsize=(0.3 * (width + 3.0), 0.3 * (seq_len + 3.2) + 0.7))
+    fig, ax = plt.subplots(figsize=(CELL * (width + 3.0), CELL * (seq_len + 3.2) + 0.9))
     for i, cols in enumerate(blocks):
         for c in cols:
             for t in range(seq_len):  # left: the full projection, one column per feature
@@ -149,22 +158,22 @@ def render_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4):
                 )
         left = right_x + cols.start + i * gap
         label = f"head {i + 1}" if num_heads <= 6 else str(i + 1)
-        ax.text(left + head_dim / 2, seq_len + 0.3, label, ha="center", va="bottom", fontsize=8, gid="head-label")
+        ax.text(left + head_dim / 2, seq_len + 0.3, label, ha="center", va="bottom", fontsize=10, gid="head-label")
     for t in range(seq_len):
-        ax.text(-0.3, seq_len - 0.5 - t, f"token {t + 1}", ha="right", va="center", fontsize=8)
+        ax.text(-0.3, seq_len - 0.5 - t, f"token {t + 1}", ha="right", va="center", fontsize=10)
     ax.text(
         d_model / 2,
         -0.4,
-        f"$XW^Q$: (T, d_model) = ({seq_len}, {d_model})\nevery column mixes all input features",
+        f"$XW^Q$: $(T, d_{{\\mathrm{{model}}}})$ = ({seq_len}, {d_model})\nevery column mixes all input features",
         ha="center",
         va="top",
-        fontsize=9,
+        fontsize=10,
     )
     right_end = right_x + d_model + gap * (num_heads - 1)
     ax.text(
         (right_x + right_end) / 2,
         -0.4,
-        f"(h, T, d_k) = ({num_heads}, {seq_len}, {head_dim})",
+        f"(h, T, dₖ) = ({num_heads}, {seq_len}, {head_dim})",
         ha="center",
         va="top",
         gid="head-shape",
@@ -175,13 +184,33 @@ def render_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4):
         xytext=(d_model + 0.6, seq_len / 2),
         arrowprops={"arrowstyle": "->", "lw": 1.5},
     )
-    ax.text(d_model + 2.0, seq_len / 2 + 0.3, "split_heads", ha="center", va="bottom", fontsize=8)
+    ax.text(
+        d_model + ARROW_CELLS / 2,
+        seq_len / 2 + 0.3,
+        "split_heads",
+        ha="center",
+        va="bottom",
+        fontsize=10,
+        family="monospace",
+    )
     ax.set_xlim(-3.0, width)
-    ax.set_ylim(-2.2, seq_len + 1.0)
+    ax.set_ylim(-2.6, seq_len + 1.0)
     ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title(f"h = {num_heads} heads: d_k = d_model / h = {d_model} / {num_heads} = {head_dim}")
+    ax.set_title(_split_title(num_heads, d_model))
     return fig
+
+
+#: Inches per cell of :func:`render_head_split`, and cells between its two halves (the arrow).
+CELL = 0.2
+ARROW_CELLS = 6.0
+
+
+def _split_title(num_heads: int, d_model: int) -> str:
+    head_dim = d_model // num_heads
+    # Unicode, not mathtext: a live explorer rewrites this title at every change (mathtext costs
+    # a parse per new string, about 100 ms)
+    return f"h = {num_heads} heads: dₖ = d_model / h = {d_model} / {num_heads} = {head_dim}"
 
 
 class HeadSplitPlot(LiveFigure):
@@ -198,7 +227,7 @@ class HeadSplitPlot(LiveFigure):
         d_model, seq_len = self.d_model, self.seq_len
         blocks = head_blocks(d_model, num_heads)
         head_dim = d_model // num_heads
-        gap, right_x = 0.6, d_model + 4.0
+        gap, right_x = 0.6, d_model + ARROW_CELLS
         (ax,) = fig.axes
         cells = iter(ax.patches)
         for i, cols in enumerate(blocks):
@@ -218,8 +247,8 @@ class HeadSplitPlot(LiveFigure):
                 labels[i].set_text(label)
                 labels[i].set_x(x)
             else:
-                ax.text(x, seq_len + 0.3, label, ha="center", va="bottom", fontsize=8, gid="head-label")
+                ax.text(x, seq_len + 0.3, label, ha="center", va="bottom", fontsize=10, gid="head-label")
         (shape,) = [text for text in ax.texts if text.get_gid() == "head-shape"]
-        shape.set_text(f"(h, T, d_k) = ({num_heads}, {seq_len}, {head_dim})")
+        shape.set_text(f"(h, T, dₖ) = ({num_heads}, {seq_len}, {head_dim})")
         shape.set_x((2 * right_x + d_model + gap * (num_heads - 1)) / 2)
-        ax.set_title(f"h = {num_heads} heads: d_k = d_model / h = {d_model} / {num_heads} = {head_dim}")
+        ax.set_title(_split_title(num_heads, d_model))

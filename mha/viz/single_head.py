@@ -12,7 +12,7 @@ from matplotlib.lines import Line2D
 from ..chapters.single_head import FEATURES, QUERY, RELATION_KINDS, RELATION_SENTENCES, SENTENCE, two_sentences
 from .artists import heatmap_artists, set_heatmap, spines
 from .live import LiveFigure
-from .plotting import HEAD_COLORS, head_color, plot_attention
+from .plotting import HEAD_COLORS, contrast_color, head_color, plot_attention
 
 
 def _split_text(split: float) -> str:
@@ -23,7 +23,7 @@ def _split_text(split: float) -> str:
 def render_split(split: float = 0.5):
     """Figure: the verb's attention row, and its output in both sentences (bars per feature)."""
     result = two_sentences(split)
-    fig, (ax_w, ax_out) = plt.subplots(1, 2, figsize=(8.0, 2.8), gridspec_kw={"width_ratios": [1.2, 1]})
+    fig, (ax_w, ax_out) = plt.subplots(1, 2, figsize=(8.0, 3.0), gridspec_kw={"width_ratios": [1.2, 1]})
     plot_attention(
         result["weights"][QUERY : QUERY + 1],
         ["chases"],
@@ -31,15 +31,18 @@ def render_split(split: float = 0.5):
         ax=ax_w,
         title=f"the verb's weights (split = {_split_text(split)})",
         color=HEAD_COLORS[0],
+        fontsize=10,
     )
     x = np.arange(len(FEATURES))
     ax_out.bar(x - 0.18, result["output"].numpy(), 0.36, label="cat chases mouse", color=HEAD_COLORS[0])
     ax_out.bar(x + 0.18, result["output_swapped"].numpy(), 0.36, label="mouse chases cat", color=HEAD_COLORS[1])
     ax_out.set_xticks(x, [f'"{f}" feature' for f in FEATURES])
-    ax_out.set_ylim(0, 1.05)
+    # room above the tallest bar (1.0) for the legend, which never covers a bar
+    ax_out.set_ylim(0, 1.55)
+    ax_out.set_yticks([0, 0.5, 1])
     ax_out.set_ylabel("value in the head's output")
     ax_out.set_title(f"output of 'chases' (distance {result['distance']:.2f})")
-    ax_out.legend(loc="upper center", fontsize=8)
+    ax_out.legend(loc="upper center", fontsize=9)
     fig.tight_layout()
     return fig
 
@@ -53,7 +56,8 @@ class SplitPlot(LiveFigure):
     def update(self, fig, split: float = 0.5):
         result = two_sentences(split)
         ax_w, ax_out = fig.axes[:2]
-        set_heatmap(ax_w, result["weights"][QUERY : QUERY + 1].to(dtype=result["output"].dtype).numpy())
+        weights = result["weights"][QUERY : QUERY + 1].to(dtype=result["output"].dtype).numpy()
+        set_heatmap(ax_w, weights, color=contrast_color(ax_w.images[0], weights))
         ax_w.set_title(f"the verb's weights (split = {_split_text(split)})")
         heights = [*result["output"].tolist(), *result["output_swapped"].tolist()]
         for bar, height in zip(ax_out.patches, heights):
@@ -72,7 +76,7 @@ def render_relations():
     at the word it needs (the key).
     """
     colors = {kind: head_color(i) for i, kind in enumerate(RELATION_KINDS)}
-    fig, axes = plt.subplots(2, 1, figsize=(9.0, 4.8), gridspec_kw={"height_ratios": [1, 1.4]})
+    fig, axes = plt.subplots(2, 1, figsize=(8.2, 4.6), gridspec_kw={"height_ratios": [1, 1.4]})
     t = np.linspace(0.0, 1.0, 60)
     for ax, (title, (words, relations)) in zip(axes, RELATION_SENTENCES.items()):
         for i, word in enumerate(words):
@@ -97,6 +101,6 @@ def render_relations():
         ax.set_title(f'"{title}"', fontsize=10)
         ax.axis("off")
     handles = [Line2D([0], [0], color=colors[k], lw=2.5) for k in RELATION_KINDS]
-    fig.legend(handles, RELATION_KINDS, loc="lower center", ncol=len(RELATION_KINDS), fontsize=8)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.legend(handles, RELATION_KINDS, loc="lower center", ncol=len(RELATION_KINDS), fontsize=10)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig

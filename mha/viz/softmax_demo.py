@@ -30,8 +30,8 @@ def plot_temperature(temperature: float = 1.0, *, scores=SCORES, tokens=TOKENS, 
     positions = range(len(tokens))
     ax.bar(positions, values, color=HEAD_COLORS[0])
     for i, p in enumerate(values):
-        ax.text(i, p + 0.02, f"{p:.2f}", ha="center", va="bottom", fontsize=8)
-    ax.set_xticks(list(positions), [f"{t}\n(score {s:g})" for t, s in zip(tokens, scores)], fontsize=8)
+        ax.text(i, p + 0.02, f"{p:.2f}", ha="center", va="bottom", fontsize=9)
+    ax.set_xticks(list(positions), [f"{t}\n(score {s:g})" for t, s in zip(tokens, scores)], fontsize=9)
     ax.set_ylim(0.0, 1.1)
     ax.set_xlabel("key token")
     ax.set_ylabel("attention weight")

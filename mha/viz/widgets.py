@@ -53,8 +53,10 @@ from .controls import (
     grid,
     grid_description,
     is_number,
+    label_of,
     live_description,
 )
+from .describe import smallest_text_pt
 from .frames import FRAME_COLORS, FRAME_FORMAT, call_args, capture, encode_image, figure_image, figure_png, frame_format
 from .live import LiveFigure, LiveView, Painter, draw_function, explorer_mode, updates_in_place
 
@@ -105,14 +107,18 @@ _id_counts: dict[str, int] = {}
 
 
 def _render_frames(render, combos, title, dpi, fmt):
-    """Render every combination at ``dpi``; returns image bytes per combination, all one size.
+    """Render every combination at ``dpi``; returns image bytes per combination, all one size, and
+    the size in points of the smallest text in any frame.
 
     Frames whose tight bounding box differs (e.g. wider tick labels) are padded with white to
     the largest width and height, so the page does not jump as the reader moves a control.
     """
     from PIL import Image
 
-    images = [capture(render, values, title, lambda fig: figure_image(fig, dpi)) for values in combos]
+    drawn = [
+        capture(render, values, title, lambda fig: (figure_image(fig, dpi), smallest_text_pt(fig))) for values in combos
+    ]
+    images = [image for image, _ in drawn]
     width = max(image.width for image in images)
     height = max(image.height for image in images)
     frames = []
@@ -122,7 +128,7 @@ def _render_frames(render, combos, title, dpi, fmt):
             canvas.paste(image, ((width - image.width) // 2, 0))
             image = canvas
         frames.append(encode_image(image, FRAME_COLORS, fmt))
-    return frames, (width, height)
+    return frames, (width, height), min(points for _, points in drawn)
 
 
 def _slug(title: str) -> str:
@@ -170,6 +176,10 @@ _SCRIPT = """(function () {
     controls[i].addEventListener("input", update);
     controls[i].addEventListener("change", update);
   }
+  img.addEventListener("click", function () {  // a frame shown smaller than it is: full size, scrolled sideways
+    var full = img.style.maxWidth === "none" || img.naturalWidth <= img.clientWidth;
+    img.style.maxWidth = full ? "100%%" : "none";
+  });
   update();
 })();"""
 
@@ -224,6 +234,7 @@ class Explorer:
         self.title, self.caption, self.render, self.alt = title, caption, render, alt
         self.in_place = updates_in_place(render)
         self.specs, self.starts = check_specs(controls, title=title, initial=initial)
+        self.labels = {name: label_of(name, spec) for name, spec in self.specs.items()}
         self.controls = {name: spec.grid for name, spec in self.specs.items()}
         self.combos = grid(self.controls)
         self.start = self.combos.index(
@@ -250,7 +261,7 @@ class Explorer:
 
     def _alt_text(self, alt, values) -> str:
         if alt is None:
-            return default_alt(self.title, values)
+            return default_alt(self.title, values, self.labels)
         text = alt(**values)
         if not isinstance(text, str) or not text.strip():
             raise TypeError(
@@ -263,7 +274,9 @@ class Explorer:
         dpi = FRAME_DPI
         draw = draw_function(self.render)
         while True:
-            encoded, self.frame_size = _render_frames(draw, self.combos, self.title, dpi, self.frame_format)
+            encoded, self.frame_size, self.text_pt = _render_frames(
+                draw, self.combos, self.title, dpi, self.frame_format
+            )
             distinct = list(dict.fromkeys(encoded))
             self.frames = distinct
             self.index = [distinct.index(frame) for frame in encoded]
@@ -286,7 +299,9 @@ class Explorer:
         return len(self.combos)
 
     def grid_description(self) -> str:
-        return grid_description(self.controls)
+        return grid_description(
+            {n: [self.specs[n].show(v) for v in grid] for n, grid in self.controls.items()}, self.labels
+        )
 
     def frame_data_uri(self, i: int) -> str:
         """The data URI of combination ``i`` (frame order, see :func:`grid`)."""
@@ -299,8 +314,8 @@ class Explorer:
         cid = f"{self.element_id}-c{i}"
         spec = self.specs[name]
         k = spec.grid_start(self.starts[name])
-        label = f'<label for="{cid}" style="min-width:8em;font-weight:600">{html.escape(name)}</label>'
-        first = html.escape(format_value(values[k]))
+        label = f'<label for="{cid}" style="min-width:8em;font-weight:600">{html.escape(self.labels[name])}</label>'
+        first = html.escape(spec.show(values[k]))
         if is_number(values[0]):
             field = (
                 f'<input type="range" id="{cid}" data-mha-control="{i}" min="0" max="{len(values) - 1}" '
@@ -308,7 +323,7 @@ class Explorer:
             )
         else:
             options = "".join(
-                f'<option value="{j}"{" selected" if j == k else ""}>{html.escape(format_value(v))}</option>'
+                f'<option value="{j}"{" selected" if j == k else ""}>{html.escape(spec.show(v))}</option>'
                 for j, v in enumerate(values)
             )
             field = f'<select id="{cid}" data-mha-control="{i}">{options}</select>'
@@ -321,7 +336,7 @@ class Explorer:
     def _build_html(self) -> str:
         eid = self.element_id
         data = {  # this key order, as before: the same explorer gives the same HTML
-            "labels": [[format_value(v) for v in values] for values in self.controls.values()],
+            "labels": [[self.specs[n].show(v) for v in values] for n, values in self.controls.items()],
             "index": self.index,
             "alts": self.alts,
             "frames": [self._data_uri(frame) for frame in self.frames],
@@ -337,10 +352,11 @@ class Explorer:
             f'<div id="{eid}-title" style="font-weight:700;margin-bottom:0.3em">{html.escape(self.title)}</div>\n'
             f'<div class="mha-explorer-controls">{controls}</div>\n'
             f'<p class="mha-explorer-note" style="{_NOTE_STYLE}">{html.escape(STATIC_NOTE)}</p>\n'
-            f'<img class="mha-explorer-frame" src="{self.frame_data_uri(self.start)}" '
+            f'<div style="overflow-x:auto"><img class="mha-explorer-frame" src="{self.frame_data_uri(self.start)}" '
             f'alt="{html.escape(self.alts[self.start])}" '
-            f'width="{self.frame_size[0]}" height="{self.frame_size[1]}" '
-            f'style="max-width:100%;height:auto;display:block;margin-top:0.4em">\n'
+            f'width="{self.frame_size[0]}" height="{self.frame_size[1]}" data-dpi="{self.dpi:g}" '
+            f'data-text-pt="{self.text_pt:g}" style="max-width:100%;height:auto;display:block;margin-top:0.4em;'
+            f'cursor:zoom-in"></div>\n'
             f'<figcaption style="font-size:0.9em">{caption}{html.escape(self.grid_description())}</figcaption>\n'
             f'<script type="application/json" id="{eid}-data">{_json_for_script(data)}</script>\n'
             f"<script>\n{script}\n</script>\n"

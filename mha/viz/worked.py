@@ -12,7 +12,7 @@ import torch
 from ..chapters.worked import DTYPE, FEATURES, OUTPUT_FEATURES, WorkedExample, explorer_example, token_labels
 from .artists import heatmap_artists, set_heatmap, suptitle
 from .live import LiveFigure
-from .plotting import head_color, plot_attention, use_style
+from .plotting import contrast_color, head_color, plot_attention, use_style
 
 
 def _is_integer_matrix(m: torch.Tensor) -> bool:
@@ -208,12 +208,16 @@ def plot_two_heads_and_one(example: WorkedExample, single_weights):
         matplotlib.figure.Figure
     """
     use_style()
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.6))
+    fig, axes = plt.subplots(1, 3, figsize=(9.4, 3.5))
     labels = token_labels(example.tokens)
     for h in range(example.num_heads):
         title = f"two heads: head {h + 1}"
-        plot_attention(example.weights[h], labels, example.tokens, ax=axes[h], title=title, color=head_color(h))
-    plot_attention(single_weights, labels, example.tokens, ax=axes[2], title="one head of size 8", color="#555555")
+        plot_attention(
+            example.weights[h], labels, example.tokens, ax=axes[h], title=title, color=head_color(h), fontsize=10
+        )
+    plot_attention(
+        single_weights, labels, example.tokens, ax=axes[2], title="one head of size 8", color="#555555", fontsize=10
+    )
     for ax in axes[1:]:
         ax.set_ylabel("")
     fig.tight_layout()
@@ -292,7 +296,8 @@ class WorkedPlot(LiveFigure):
         ex = explorer_example(dog_type, temperature)
         *heads, panel = fig.axes
         for h, ax in enumerate(heads):
-            set_heatmap(ax, ex.weights[h].numpy())
+            weights = ex.weights[h].numpy()
+            set_heatmap(ax, weights, color=contrast_color(ax.images[0], weights))
         panel.texts[0].set_text(explorer_summary(ex))
         suptitle(fig).set_text(_explorer_title(dog_type, temperature))
 

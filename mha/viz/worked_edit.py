@@ -22,13 +22,13 @@ def _panels(ex):
     heads = [f"h{h + 1}.d{j + 1}" for h in range(ex.num_heads) for j in range(ex.head_dim)]
     panels = []
     for h in range(ex.num_heads):
-        panels.append((f"scores Q K^T, head {h + 1}", ex.scores[h], ex.tokens, "RdBu_r", (-8.0, 8.0)))
+        panels.append((f"head {h + 1}: scores $QK^\\top$", ex.scores[h], ex.tokens, "RdBu_r", (-8.0, 8.0)))
     for h in range(ex.num_heads):
         cmap = matplotlib.colors.LinearSegmentedColormap.from_list("head", ["#ffffff", head_color(h)])
-        panels.append((f"weights, head {h + 1}", ex.weights[h], ex.tokens, cmap, (0.0, 1.0)))
+        panels.append((f"head {h + 1}: weights", ex.weights[h], ex.tokens, cmap, (0.0, 1.0)))
     for title, values, cols in (
-        ("head outputs, concatenated (weights @ V)", ex.concat, heads),
-        ("output = concat @ W^O", ex.output, OUTPUT_FEATURES),
+        ("head outputs, concatenated (weights · $V$)", ex.concat, heads),
+        ("output = concat · $W^O$", ex.output, OUTPUT_FEATURES),
     ):
         limit = max(1.0, float(values.abs().max()))
         panels.append((title, values, cols, "RdBu_r", (-limit, limit)))
@@ -44,27 +44,32 @@ def _title(ex) -> str:
     return f"'{' '.join(ex.tokens)}', temperature {ex.temperature:g}"
 
 
+#: The figure's size in inches: two panels abreast in three rows (scores, weights, outputs), so
+#: that at 80 dpi it fits the book's column and its smallest text (9 pt) is 10 CSS px tall.
+SIZE = (8.4, 8.2)
+
+
 def plot_sentence_example(tokens="the cat saw the dog", temperature: float = 1.0):
-    """Six heatmaps: both heads' scores and weights, the concatenated head outputs, the output.
+    """Six heatmaps in three rows: both heads' scores, both heads' weights, then the concatenated
+    head outputs and the output.
 
     Returns:
         matplotlib.figure.Figure
     """
     use_style()
     ex = sentence_example(tokens, temperature)
-    fig = plt.figure(figsize=(12.0, 6.6))
-    grid = fig.add_gridspec(2, 4, left=0.06, right=0.99, top=0.88, bottom=0.1, hspace=0.55, wspace=0.35)
-    places = [grid[0, 0], grid[0, 1], grid[0, 2], grid[0, 3], grid[1, 0:2], grid[1, 2:4]]
-    for place, (title, values, cols, cmap, (lo, hi)) in zip(places, _panels(ex)):
+    fig = plt.figure(figsize=SIZE)
+    grid = fig.add_gridspec(3, 2, left=0.1, right=0.99, top=0.92, bottom=0.08, hspace=0.62, wspace=0.22)
+    for place, (title, values, cols, cmap, (lo, hi)) in zip(grid, _panels(ex)):
         ax = fig.add_subplot(place)
         values = np.asarray(values, dtype=float)
         ax.imshow(values, cmap=cmap, vmin=lo, vmax=hi, aspect="auto")
-        ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right", fontsize=8)
-        ax.set_yticks(range(len(ex.tokens)), ex.tokens, fontsize=8)
-        ax.set_title(title, fontsize=9)
+        ax.set_xticks(range(len(cols)), cols, rotation=45 if len(cols) > len(ex.tokens) else 0, fontsize=9)
+        ax.set_yticks(range(len(ex.tokens)), ex.tokens, fontsize=9)
+        ax.set_title(title, fontsize=10)
         if values.shape[1] <= len(ex.tokens):  # numbers on the 5 x 5 panels; colours alone on the wide ones
             for (i, j), v in np.ndenumerate(values):
-                ax.text(j, i, _number(v, hi), ha="center", va="center", fontsize=7)
+                ax.text(j, i, _number(v, hi), ha="center", va="center", fontsize=9)
     fig.suptitle(_title(ex))
     return fig
 
