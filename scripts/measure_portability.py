@@ -1,31 +1,36 @@
 """Measure how far the chapters' live training runs move on other CPUs, and store the bands.
 
 Usage:
-    python scripts/measure_portability.py              # every emulated CPU below, ~5 min on 2 cores
+    python scripts/measure_portability.py              # every emulated CPU below (about 10 min on 2 idle cores)
     python scripts/measure_portability.py --quick      # two emulated CPUs (a smoke test)
+    python scripts/measure_portability.py --rebands    # recompute the bands from the stored values (no training)
     python scripts/measure_portability.py --probes     # (internal) run the probes here, print JSON
 
-Each *probe* is one number a chapter or a test computes live by training (chapters 1, 2 and 5).
-Each runs in a fresh process
+Each *probe* is one number a chapter or a test computes live by training (the book's chapters 8 and
+9 and the tests; the names ch01.* and ch05.* are those chapters' former numbers). Each runs in a
+fresh process
 
 * under every combination in :data:`EMULATIONS`: PyTorch's own kernels (``ATEN_CPU_CAPABILITY``),
   MKL's (``MKL_ENABLE_INSTRUCTIONS``) and oneDNN's (``ONEDNN_MAX_CPU_ISA``) forced to another
   instruction set, with 1 or 2 threads. That is how a machine with another CPU computes (downwards
   only: this machine cannot run instructions it lacks; a GPU runner trains these models on its CPU
-  too, see the chapters);
+  too, see the chapters). Training pins one thread, so a two-thread run repeats its one-thread run
+  bit for bit (it checks that it does), and setups that reach the same kernels repeat each other:
+  the stored 12 emulated runs are 2 distinct computations (PyTorch's default kernels and its
+  vectorised ones; the MKL and oneDNN settings changed nothing);
 * and, because those emulations reach only a few distinct kernels, with every initial weight
   multiplied by ``1 + eps * z`` (``eps`` = float32's machine epsilon, ``z`` standard normal, one
-  draw per :data:`PERTURBATIONS` seed): a last-bit change of exactly the kind another CPU makes,
-  which training then amplifies as it would amplify the other CPU's.
+  draw per :data:`PERTURBATIONS` seed), on this machine's own kernels: a last-bit change of exactly
+  the kind another CPU makes, which training then amplifies as it would amplify the other CPU's.
 
-The values go to ``mha/data/portability.json`` with
-
-    band = [min - margin, max + margin],  margin = 0.02 + (max - min)
-
-(clipped to the probe's range): the measured spread, plus as much again, plus two points of
-accuracy for CPUs we could not emulate. Chapters assert that a live run lands in its band
-(``mha.provenance.in_band``); ``tests/test_provenance.py`` checks every band holds every
-measured value and stays narrower than the effect the chapter shows.
+The values go to ``mha/data/portability.json``. Runs that agree on every probe count once
+(:func:`mha.provenance.distinct_runs`); from one value per distinct computation the band is the
+99 % prediction interval of :func:`mha.provenance.prediction_band`, ``mean ± t · sd · sqrt(1 + 1/n)``,
+at least one scored position either way, widened to hold every measured value: its width comes from
+the measured spread alone. Chapters assert that a live run lands in its band
+(``mha.provenance.in_band``); ``tests/test_provenance.py`` checks that every band holds every
+measured value, is no wider than its spread needs, and stays narrower than the effect the chapter
+shows.
 """
 
 from __future__ import annotations
@@ -78,6 +83,25 @@ def perturb_initial_weights(seed: int) -> None:
     head_count.make_model = make_model  # chapter 1's experiment imported the name
 
 
+#: Every probe: which experiment, with which arguments (always seed 0 unless given, 1,500 steps).
+PROBES = {
+    "ch01.heads1": ("head_count", dict(num_heads=1, seed=0, num_relations=4)),
+    "ch01.heads2": ("head_count", dict(num_heads=2, seed=0, num_relations=4)),
+    "ch01.linear_k2_heads1": ("head_count", dict(num_heads=1, seed=0, num_relations=2, readout="linear")),
+    "ch05.concat_seed0": ("merge", dict(strategy="concat", seed=0, num_relations=4)),
+    "ch05.average_seed0": ("merge", dict(strategy="average", seed=0, num_relations=4)),
+    "ch05.average_seed2": ("merge", dict(strategy="average", seed=2, num_relations=4)),
+}
+
+
+def resolution(name: str) -> float:
+    """One scored held-out position of probe ``name``: the accuracy's step, 1 / (NUM_TEST · (SEQ_LEN - k))."""
+    from mha.chapters import task
+
+    k = PROBES[name][1]["num_relations"]
+    return 1.0 / (task.NUM_TEST * (task.SEQ_LEN - k))
+
+
 def probes() -> dict:
     """Every live training number the chapters and tests check (run in this process)."""
 
@@ -87,13 +111,13 @@ def probes() -> dict:
     if os.environ.get("MHA_PERTURB_SEED"):
         perturb_initial_weights(int(os.environ["MHA_PERTURB_SEED"]))
     out = {}
-    for h in (1, 2):  # chapter 1: one head against two, k = 4
-        out[f"ch01.heads{h}"] = E.head_count_experiment(h, seed=0, num_relations=4)["accuracy"]
-    out["ch01.linear_k2_heads1"] = E.head_count_experiment(1, seed=0, num_relations=2, readout="linear")["accuracy"]
-    for strategy, seed in (("concat", 0), ("average", 0), ("average", 2)):  # chapter 5
-        out[f"ch05.{strategy}_seed{seed}"] = merge_training.merge_experiment(strategy, seed=seed, num_relations=4)[
-            "accuracy"
-        ]
+    for name, (experiment, kwargs) in PROBES.items():
+        if experiment == "head_count":
+            kwargs = dict(kwargs)
+            out[name] = E.head_count_experiment(kwargs.pop("num_heads"), **kwargs)["accuracy"]
+        else:
+            kwargs = dict(kwargs)
+            out[name] = merge_training.merge_experiment(kwargs.pop("strategy"), **kwargs)["accuracy"]
     return out
 
 
@@ -105,10 +129,55 @@ def run_one(env: dict) -> dict:
     return {"env": env, "values": json.loads(done.stdout.strip().splitlines()[-1])}
 
 
-def band(values: list[float]) -> list[float]:
-    low, high = min(values), max(values)
-    margin = 0.02 + (high - low)
-    return [round(max(0.0, low - margin), 4), round(min(1.0, high + margin), 4)]
+ABOUT = (
+    "Live training probes of the book's chapters 8 and 9 (named ch01 and ch05 after their former "
+    "numbers) under emulated CPUs and last-bit perturbations of the initial weights. Runs that agree on "
+    "every probe are one computation (distinct.groups). Per probe: values (one per run), sample (one per "
+    "computation), resolution (one scored position), and band = the 99 % normal prediction interval "
+    "mean +- t sd sqrt(1 + 1/n) of the sample, at least 0.01 and one resolution either way, widened to hold every "
+    "value, clipped to [0, 1], rounded outward to 4 decimals (mha.provenance.prediction_band)."
+)
+
+
+def summarize(runs: list[dict], table: dict) -> dict:
+    """The ``distinct`` counts and the ``probes`` entries of ``portability.json`` from the runs'
+    settings and the measured values (``table``: probe name -> one value per run)."""
+    from mha import provenance
+
+    probes = {name: {"values": [round(v, 6) for v in values]} for name, values in table.items()}
+    groups = provenance.distinct_runs(probes)
+    data = {"provenance": {"settings": {"runs": runs}}, "probes": probes}
+    counts = provenance.measurement(next(iter(probes)), data)
+    distinct = {key: counts[key] for key in counts if key not in ("distinct_values", "min", "max")}
+    distinct["groups"] = groups
+    for name, probe in probes.items():
+        values = probe["values"]
+        sample = [values[members[0]] for members in groups]
+        rule = provenance.prediction_band(sample, resolution(name))
+        probe.update(
+            sample=sample,
+            distinct_values=len(set(values)),
+            min=min(values),
+            max=max(values),
+            resolution=resolution(name),
+            mean=round(rule["mean"], 6),
+            sd=round(rule["sd"], 6),
+            half_width=round(rule["half_width"], 6),
+            band=rule["band"],
+        )
+    return {"distinct": distinct, "probes": probes}
+
+
+def report(data: dict) -> None:
+    distinct = data["distinct"]
+    for name, probe in data["probes"].items():
+        print(f"{name:24s} min {probe['min']:.4f} max {probe['max']:.4f} sd {probe['sd']:.4f} band {probe['band']}")
+    print(
+        f"{distinct['runs']} runs of every probe, {distinct['computations']} distinct computations: "
+        f"{distinct['emulated']} emulated runs ({distinct['setups']} instruction-set setups x threads "
+        f"{distinct['thread_counts']}) give {distinct['emulated_computations']}, "
+        f"{distinct['perturbations']} perturbations give {distinct['perturbed_computations']}"
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -116,7 +185,17 @@ def main(argv: list[str]) -> int:
         print(json.dumps(probes()))
         return 0
     sys.path.insert(0, str(ROOT))
-    from mha.provenance import PORTABILITY_PATH, provenance
+    from mha.provenance import PORTABILITY_PATH, load_portability, provenance
+
+    if "--rebands" in argv:  # the stored measurements, new bands: no training
+        stored = load_portability()
+        runs = stored["provenance"]["settings"]["runs"]
+        data = {"about": ABOUT, "provenance": stored["provenance"]}
+        data.update(summarize(runs, {name: probe["values"] for name, probe in stored["probes"].items()}))
+        PORTABILITY_PATH.write_text(json.dumps(data, indent=1) + "\n")
+        report(data)
+        print(f"rewrote the bands of {PORTABILITY_PATH.relative_to(ROOT)} from its stored values")
+        return 0
 
     configs = QUICK if "--quick" in argv else EMULATIONS + [{"MHA_PERTURB_SEED": str(s)} for s in PERTURBATIONS]
     try:
@@ -134,27 +213,12 @@ def main(argv: list[str]) -> int:
                 print(".", end="", flush=True)
     if bar:
         bar.close()
-    names = list(results[0]["values"])
-    table = {name: [r["values"][name] for r in results] for name in names}
-    data = {
-        "about": "Live training probes of chapters 1, 2 and 5 under emulated CPUs and last-bit "
-        "perturbations of the initial weights; band = [min - margin, max + margin], "
-        "margin = 0.02 + (max - min).",
-        "provenance": provenance("python scripts/measure_portability.py", runs=configs),
-        "probes": {
-            name: {
-                "values": [round(v, 6) for v in vals],
-                "min": round(min(vals), 6),
-                "max": round(max(vals), 6),
-                "band": band(vals),
-            }
-            for name, vals in table.items()
-        },
-    }
+    table = {name: [r["values"][name] for r in results] for name in PROBES}
+    data = {"about": ABOUT, "provenance": provenance("python scripts/measure_portability.py", runs=configs)}
+    data.update(summarize(configs, table))
     PORTABILITY_PATH.write_text(json.dumps(data, indent=1) + "\n")
-    for name, probe in data["probes"].items():
-        print(f"{name:32s} min {probe['min']:.4f} max {probe['max']:.4f} band {probe['band']}")
-    print(f"wrote {PORTABILITY_PATH.relative_to(ROOT)} ({len(configs)} runs of every probe)")
+    report(data)
+    print(f"wrote {PORTABILITY_PATH.relative_to(ROOT)}")
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Chapter 5's merges: shapes, the concat == MultiHeadAttention identity, costs against real modules."""
+"""Chapter 6's merges: shapes, the concat == MultiHeadAttention identity, costs against real modules,
+which merges fold into one another, and the gated merge's counterexample (not affine on one token)."""
 
 import pytest
 import torch
@@ -8,7 +9,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 import mha
 from mha import viz
-from mha.chapters import merge_folding, merging, role_heads
+from mha.chapters import merge_exercises, merge_folding, merging, role_heads
 from mha.chapters.merging import MERGES, STRATEGIES, MergedMultiHeadAttention
 
 
@@ -406,3 +407,77 @@ def test_fold_errors():
     for fn in (merge_folding.fold_into_average, merge_folding.to_lowrank):
         with pytest.raises(TypeError, match="module must be an mha.chapters.merging.MergedMultiHeadAttention"):
             fn(mha.MultiHeadAttention(8, 2))
+
+
+# --------------------------------------------------------------------------------------------
+# The gated merge is outside both families: on one token it is not affine, and it has rank d_k
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("d_model,num_heads", [(8, 2), (12, 3), (32, 4)])
+def test_gated_merge_is_not_affine_on_one_token(d_model, num_heads, seed):
+    """Concatenation and the fixed merges are affine in x on a one-token input; the gated merge is not."""
+    torch.manual_seed(seed)
+    deviation = {m: merging.affine_deviation(seeded_module(d_model, num_heads, m, seed=seed)) for m in STRATEGIES}
+    for merge, value in deviation.items():
+        if merge == "gated":
+            assert value > 0.05, f"gated, d_model {d_model}, h {num_heads}: deviation {value:.3g}, expected far from 0"
+        else:
+            assert value < 1e-13, f"{merge}: deviation {value:.3g} from affine, expected float64 rounding"
+    torch.manual_seed(seed)
+    assert merging.affine_deviation(mha.MultiHeadAttention(d_model, num_heads)) < 1e-13
+
+
+def test_gated_deviation_comes_from_the_gate():
+    """With the gate's weights at zero the mix is constant (softmax of b_gate) and the module is affine again."""
+    m = seeded_module(8, 2, "gated", seed=3)
+    assert merging.affine_deviation(m) > 0.05
+    with torch.no_grad():
+        m.merge_layer.gate.weight.zero_()
+    assert merging.affine_deviation(m) < 1e-13
+    assert m.merge_layer.gate.weight.dtype == torch.float32  # the measurement used a float64 copy
+
+
+def test_gated_outputs_on_one_token_have_rank_d_k():
+    """The converse: the gated merge cannot compute concatenation's full-rank maps of one token."""
+    x = randn(64, 1, 12, seed=4, dtype=torch.float64)
+    ranks = {}
+    for merge in ("gated", "concat"):
+        m = seeded_module(12, 3, merge, dtype=torch.float64, seed=5)
+        with torch.no_grad():
+            out = m(x)[0][:, 0]  # (64, D)
+        ranks[merge] = int(torch.linalg.matrix_rank(out - out.mean(dim=0)))
+    assert ranks == {"gated": 4, "concat": 12}
+
+
+class Square(nn.Module):
+    """f(x) = x * x: not affine, with a midpoint defect known by hand, -(x - y)^2 / 4."""
+
+    d_model = 3
+
+    def forward(self, x):
+        return x * x, None
+
+
+def test_affine_deviation_by_hand():
+    gen = torch.Generator().manual_seed(7)
+    x, y = torch.randn(2, 16, 1, 3, generator=gen, dtype=torch.float64)
+    expected = ((x - y) ** 2 / 4).abs().max() / (x * x - y * y).abs().max()
+    assert merging.affine_deviation(Square(), num_pairs=16, seed=7) == pytest.approx(expected.item(), rel=1e-12)
+
+
+def test_affine_deviation_errors():
+    with pytest.raises(TypeError, match="module must be an nn.Module with an int d_model"):
+        merging.affine_deviation(nn.Linear(4, 4))
+    with pytest.raises(ValueError, match="num_pairs"):
+        merging.affine_deviation(MergedMultiHeadAttention(8, 2), num_pairs=0)
+
+
+def test_exercise_1_checker_knows_w_down_has_no_bias():
+    right = {"concat": 1_049_600, "average": 66_560, "concat_lowrank": 132_096}
+    layer = MergedMultiHeadAttention(1024, 16, "concat_lowrank").merge_layer
+    assert layer.down.bias is None and n_params(layer) == right["concat_lowrank"]
+    assert merge_exercises.check_merge_costs(**right).ok
+    slip = merge_exercises.check_merge_costs(concat_lowrank=right["concat_lowrank"] + 64)  # a bias on W_down
+    assert not slip.ok and "W_down has no bias" in repr(slip)

@@ -1,13 +1,14 @@
-"""Chapter 5's exercises and their checkers: each takes the reader's answer and says what is right,
-what is wrong, and a hint for the usual slip (an :class:`mha.chapters.answers.Verdict`).
+"""Chapter 6's exercises (and chapter 9's exercise 2) and their checkers: each takes the reader's
+answer and says what is right, what is wrong, and a hint for the usual slip (an
+:class:`mha.chapters.answers.Verdict`).
 
 * :func:`check_merge_costs`: the merge step's parameters for concat, average and the rank-d_k
-  concatenation (BERT-large by default);
+  concatenation (BERT-large by default; W_down has no bias, every other projection has one);
 * :func:`check_indistinguishable`: two different pairs of head outputs that a weighted merge mixes
   into the same vector;
 * :func:`check_average_out_proj`: the W^O that makes concatenation compute the average;
-* :func:`check_solved_merges`: which merges solve the four-relation task at a given budget,
-  read from the cached sweep.
+* :func:`check_solved_merges` (chapter 9): which merges solve the four-relation task at a given
+  budget, read from the cached sweep.
 
 Malformed answers (a string, a NaN, the wrong shape) get a message in the report, never an exception.
 """
@@ -26,7 +27,8 @@ EXERCISE_HEADS = 2
 
 
 def check_merge_costs(concat=None, average=None, concat_lowrank=None, *, d_model=1024, num_heads=16) -> Verdict:
-    """Check exercise 1: the merge step's parameters (biases included) for three merges."""
+    """Check exercise 1: the merge step's parameters for three merges, biases included (W_O and W_up
+    have one, W_down has none, as in :class:`mha.chapters.merging.LowRankConcatMerge`)."""
     report = Report(f"merge parameters for d_model = {d_model}, h = {num_heads}")
     d, dh = d_model, d_model // num_heads
     slips = {
@@ -108,7 +110,7 @@ def _rows(value) -> bool:
 
 
 def check_average_out_proj(w_o, w_up=EXERCISE_W_UP, num_heads: int = EXERCISE_HEADS) -> Verdict:
-    """Check exercise 4: the W^O (formula layout, h·d_k rows x d_model columns) with which
+    """Check exercise 3: the W^O (formula layout, h·d_k rows x d_model columns) with which
     ``Concat(H) W^O`` equals the average of the heads times ``w_up`` (d_k x d_model)."""
     up = torch.tensor(w_up, dtype=torch.float64)  # (Dh, D)
     head_dim, d_model = up.shape
@@ -134,7 +136,7 @@ def check_average_out_proj(w_o, w_up=EXERCISE_W_UP, num_heads: int = EXERCISE_HE
 
 
 def check_solved_merges(answer, steps: int = 12_000, runs=None) -> Verdict:
-    """Check exercise 5: the merges that solve the four-relation task (held-out accuracy >= 0.99)
+    """Check chapter 9's exercise 2: the merges that solve the four-relation task (held-out accuracy >= 0.99)
     on at least 4 of 5 seeds after ``steps`` steps, read from the cached main sweep."""
     report = Report(f"merges solving the 4-relation task on >= 4 of 5 seeds at {steps:,} steps")
     runs = merge_training.load_merge_results() if runs is None else runs

@@ -1,9 +1,10 @@
-"""Chapter 5's conversions between merges: the same function with other parameters.
+"""Chapter 6's conversions between merges: the same function with other parameters.
 
 :func:`to_concat` writes any summing merge as concatenation (its equivalent W^O);
 :func:`fold_into_average` folds a low-rank or weighted merge into averaging (W_V,i' = h W_V,i W_down,i),
-and :func:`to_lowrank` goes back, which is why the summing merges are one family of functions that
-differs only in how training finds a member; :func:`mean_pool_kv_heads` turns a trained
+and :func:`to_lowrank` goes back, which is why the merges with fixed coefficients (average, weighted,
+concat_lowrank) are one family of functions that differs only in how training finds a member (the
+gated merge, whose mix changes per token, is not in it); :func:`mean_pool_kv_heads` turns a trained
 multi-head layer into grouped-query attention.
 """
 
@@ -20,7 +21,7 @@ def equivalent_out_proj(module: MergedMultiHeadAttention) -> torch.Tensor:
     compute the same output as ``module``.
 
     concat: its own W_O. concat_lowrank: W_up · W_down. average: [W_up, W_up, ..., W_up] / H (the
-    same block for every head). weighted: [a_1 W_up, ..., a_H W_up]. gated: no fixed matrix exists
+    same block for every head). weighted: [alpha_1 W_up, ..., alpha_H W_up]. gated: no fixed matrix exists
     (the mix changes per token), so it raises a ValueError. All but concat have rank at most Dh.
 
     Returns:
@@ -76,7 +77,7 @@ def fold_into_average(module: MergedMultiHeadAttention) -> MergedMultiHeadAttent
     Head i's output is H_i = A_i (X W_V_i + b_V_i), so anything that multiplies H_i by a fixed
     Dh x Dh matrix M_i before the sum can multiply W_V_i and b_V_i instead: A_i is untouched.
     concat_lowrank multiplies head i by its block W_down_i (rows i·Dh to (i+1)·Dh of W_down), the
-    weighted merge by a_i·I, the average by I / H. So the average module gets
+    weighted merge by alpha_i·I, the average by I / H. So the average module gets
     W_V_i' = H · W_V_i · M_i (formula layout; bias likewise) and keeps W_Q, W_K and W_up with its
     bias. concat (rank up to D) and gated (a mix that changes per token) have no such folding:
     ValueError.
@@ -98,7 +99,7 @@ def fold_into_average(module: MergedMultiHeadAttention) -> MergedMultiHeadAttent
         dummy = layer.out_proj.weight.new_zeros(1, num_heads, 1, head_dim)  # (1, H, 1, Dh)
         coefficients = layer.coefficients(dummy, None)[0, 0].detach()  # (H,)
         eye = torch.eye(head_dim, dtype=dummy.dtype, device=dummy.device)
-        per_head = coefficients[:, None, None] * eye  # (H, Dh, Dh): a_i I
+        per_head = coefficients[:, None, None] * eye  # (H, Dh, Dh): alpha_i I
     new = _copy_qk_and_up(module, "average")
     with torch.no_grad():
         weight = module.v_proj.weight.view(num_heads, head_dim, module.d_model)  # (H, Dh, D): W_V_i^T

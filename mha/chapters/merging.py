@@ -1,14 +1,17 @@
-"""Chapter 5: how the heads' outputs are merged back into one d_model-wide vector.
+"""Chapter 6: how the heads' outputs are merged back into one d_model-wide vector.
 
 After attention, each of the H heads has produced a (T, Dh) matrix. Four ways to merge them
 (:data:`MERGES`), and a control for the experiment (:data:`STRATEGIES` holds all five):
 
 ``"concat"``  (the Transformer's choice)   concat(head_1, ..., head_H) · W_O,  W_O: D x D
-``"average"``                              mean_h(head_h) · W_up,             W_up: Dh x D
-``"weighted"`` (one learned scalar a_h)    sum_h a_h head_h · W_up,   a = softmax(logits), logits: H
-``"gated"``  (per-token weights g_{t,h})   sum_h g_{t,h} head_{t,h} · W_up,  g_t = softmax(x_t W_g), W_g: D x H
+``"average"``                              mean_i(head_i) · W_up,             W_up: Dh x D
+``"weighted"`` (one learned scalar alpha_i) sum_i alpha_i head_i · W_up,  alpha = softmax(logits), logits: H
+``"gated"``  (per-token weights gamma_{t,i}) sum_i gamma_{t,i} head_{i,t} · W_up,
+                                           gamma_t = softmax(x_t W_gate + b_gate), W_gate: D x H
 ``"concat_lowrank"`` (the control)         concat(head_1, ..., head_H) · W_down · W_up,  W_down: D x Dh
                                            (W_O of rank Dh: the same Dh-wide bottleneck as averaging)
+
+Heads are numbered 1..H in the text and 0..H-1 in the code.
 
 :class:`MergedMultiHeadAttention` is a drop-in for :class:`mha.MultiHeadAttention` with a ``merge``
 argument; with ``merge="concat"`` it *is* that module (a test copies the weights and compares).
@@ -23,12 +26,15 @@ what averaging loses.
 Every merge is a sum over heads, concat(H) · W_O = sum_i H_i · W_O_i with W_O_i the i-th block of Dh
 rows of W_O (:func:`sum_of_head_projections`); averaging is the case where every block is W_up / H.
 
-The low-rank concat, the average and the weighted merge compute the same family of functions: a
-fixed Dh x Dh matrix applied to head i before the sum (a block of W_down, a_i·I, I / H) folds into
-that head's W_V (:func:`fold_into_average`), and blocks a_i·I give the others back
-(:func:`to_lowrank`). They differ in parameterisation only. Between them and concatenation, the one
-difference in what can be computed is the rank of the bottleneck: Dh for them, D for concatenation
-(the gated merge has the Dh bottleneck, plus a mix that changes per token).
+The merges with fixed coefficients, the low-rank concat, the average and the weighted merge, compute
+the same family of functions: a fixed Dh x Dh matrix applied to head i before the sum (a block of
+W_down, alpha_i·I, I / H) folds into that head's W_V (:func:`fold_into_average`), and blocks
+alpha_i·I give the others back (:func:`to_lowrank`). They differ in parameterisation only. Between
+them and concatenation, the one difference in what can be computed is the rank of the bottleneck:
+Dh for them, D for concatenation. The gated merge is in neither family: on a one-token sequence
+concatenation and the fixed merges are affine functions of the token's input, and the gated merge
+is not (:func:`affine_deviation`), while its outputs, like averaging's, lie in a Dh-dimensional
+space.
 
 :mod:`mha.chapters.merge_training` trains chapter 1's model (:mod:`mha.chapters.task`) with each
 merge. The hand-built two-role example is :mod:`mha.chapters.role_heads`; the figures are in
@@ -38,6 +44,8 @@ Shape legend: B batch, T query length, S key length, D d_model, H heads, Dh head
 """
 
 from __future__ import annotations
+
+import copy
 
 import torch
 import torch.nn.functional as F
@@ -205,9 +213,10 @@ class WeightedMerge(AverageMerge):
 
 
 class GatedMerge(AverageMerge):
-    """Per-token weights over the heads, computed from the token's input: g_t = softmax(x_t W_g + b_g).
+    """Per-token weights over the heads, computed from the token's input:
+    gamma_t = softmax(x_t W_gate + b_gate).
 
-    W_g is D x H. A fresh module starts near the average (small random gate logits).
+    W_gate is D x H. A fresh module starts near the average (small random gate logits).
     """
 
     def __init__(self, d_model: int, num_heads: int, bias: bool = True):
@@ -313,6 +322,46 @@ class MergedMultiHeadAttention(nn.Module):
 
 
 # --------------------------------------------------------------------------------------------
+# Which functions a merge can compute: the one-token test
+# --------------------------------------------------------------------------------------------
+
+
+def affine_deviation(module: nn.Module, *, num_pairs: int = 256, seed: int = 0) -> float:
+    """How far ``module`` is from an affine function of a one-token input.
+
+    On a sequence of one token every head attends to that token alone, so head i returns its value
+    ``x W_V_i + b_V_i``: concatenation with W_O, and every merge with fixed coefficients, is then an
+    affine function of x, while the gated merge multiplies the heads by ``softmax(x W_gate + b_gate)``.
+    An affine f sends the midpoint of two inputs to the midpoint of their outputs, so this returns
+
+        max |f((x + y) / 2) - (f(x) + f(y)) / 2|  /  max |f(x) - f(y)|
+
+    over ``num_pairs`` pairs of one-token inputs x, y drawn from N(0, I) with ``seed``, computed in
+    float64 on a CPU copy of the module (``module`` itself is not changed). An affine module gives
+    rounding, about 1e-16; 0 for a constant one.
+
+    Args:
+        module: a module whose ``forward(x)`` maps x (B, T, D) to ``(output (B, T, D), weights)``,
+            with an int attribute ``d_model`` (:class:`MergedMultiHeadAttention`, ``mha.MultiHeadAttention``).
+    Returns:
+        float >= 0.
+    """
+    if not isinstance(module, nn.Module) or not isinstance(getattr(module, "d_model", None), int):
+        raise TypeError(
+            f"module must be an nn.Module with an int d_model (an attention module), found {type(module).__name__}"
+        )
+    num_pairs = check_positive_int("num_pairs", num_pairs)
+    f = copy.deepcopy(module).to("cpu", torch.float64).eval()
+    gen = torch.Generator().manual_seed(seed)
+    x, y = torch.randn(2, num_pairs, 1, f.d_model, generator=gen, dtype=torch.float64)  # 2 x (B, T=1, D)
+    with torch.no_grad():
+        fx, fy, fmid = (f(inputs)[0] for inputs in (x, y, (x + y) / 2))  # (B, 1, D) each
+    defect = (fmid - (fx + fy) / 2).abs().max().item()
+    spread = (fx - fy).abs().max().item()
+    return defect / spread if spread > 0 else defect
+
+
+# --------------------------------------------------------------------------------------------
 # Costs in closed form
 # --------------------------------------------------------------------------------------------
 
@@ -320,7 +369,7 @@ class MergedMultiHeadAttention(nn.Module):
 def merge_params(d_model: int, num_heads: int, merge: str, bias: bool = True) -> int:
     """Parameters of the merge step alone (everything after the heads' outputs).
 
-    concat: D·D (+ D);  concat_lowrank: D·Dh + Dh·D (+ D);  average: Dh·D (+ D);
+    concat: D·D (+ D);  concat_lowrank: D·Dh + Dh·D (+ D; W_down has no bias);  average: Dh·D (+ D);
     weighted: Dh·D + H (+ D);  gated: Dh·D + D·H (+ D + H).  ``(+ ...)`` are the biases.
 
     The mean itself has no parameters; the up-projection that brings Dh back to D does.
@@ -340,7 +389,7 @@ def merge_params(d_model: int, num_heads: int, merge: str, bias: bool = True) ->
     if merge == "weighted":
         total += num_heads  # one logit per head
     if merge == "gated":
-        total += d_model * num_heads + (num_heads if bias else 0)  # W_g, b_g
+        total += d_model * num_heads + (num_heads if bias else 0)  # W_gate, b_gate
     return total
 
 
