@@ -119,8 +119,8 @@ def permutation_gap(
     (T, D). Without positional information and without a mask the gap is at rounding level (about
     1e-16): self-attention is permutation-equivariant. With ``positions=True`` a fixed position
     vector is added to each *slot* before attention (as an embedding layer does), and the gap is of
-    order 1. So it is with ``causal=True``: the causal mask lets each slot see the slots before it,
-    which is positional information too.
+    order 1. So it is with ``causal=True``: the causal mask lets each slot see itself and the slots
+    before it, which is positional information too.
     """
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(seq_len, d_model, generator=gen, dtype=torch.float64)  # (T, D)
@@ -212,10 +212,10 @@ def check_split(split, output=None, output_swapped=None, distance=None) -> Verdi
         :class:`mha.chapters.answers.Verdict` (prints as a report). Malformed input gives a
         message in the report, never an exception.
     """
-    report = Report(f"split s = {split!r}")
+    report = Report(f"split λ = {split!r}")
     s, problem = read_numbers("split", split, ())
     if problem or not 0.0 <= float(s) <= 1.0:
-        report.wrong("split", problem or f"must lie in [0, 1], found {float(s)}", "s is a weight: between 0 and 1")
+        report.wrong("split", problem or f"must lie in [0, 1], found {float(s)}", "λ is a weight: between 0 and 1")
         return report.done()
     s = float(s)
     r = two_sentences(s)
@@ -224,8 +224,8 @@ def check_split(split, output=None, output_swapped=None, distance=None) -> Verdi
         ("output_swapped", output_swapped, r["output_swapped"], r["output"]),
     ):
         slips = [
-            (other, "that is the other sentence's vector: s is the weight on the *first* word, whichever noun it is"),
-            (torch.tensor([0.5, 0.5]), "0.5 / 0.5 is the even split; here the first word gets s"),
+            (other, "that is the other sentence's vector: λ is the weight on the *first* word, whichever noun it is"),
+            (torch.tensor([0.5, 0.5]), "0.5 / 0.5 is the even split; here the first word gets λ"),
             (torch.tensor([s, s]), "each noun's value is one-hot: the 'cat' feature gets cat's weight only"),
         ]
         _check_output(report, part, value, expected, slips)
