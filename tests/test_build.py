@@ -78,6 +78,49 @@ def test_attention_never_raises():
         assert not verdict.ok and words in said(verdict), (words, verdict)
 
 
+def test_attention_tries_an_unbatched_query():
+    """A (T, Dh) query with (S, Dh) keys and (S, Dv) values: a right function passes it, one that needs
+    a batch axis is told so, with the unbatched shapes."""
+    unbatched = [case for case in build._attention_cases() if case[1].dim() == 2]
+    assert len(unbatched) == 1 and unbatched[0][4] is not None  # with a mask, as the batched cases
+    where, q, k, v, mask = unbatched[0]
+    assert q.shape == (4, 5) and k.shape == (6, 5) and v.shape == (6, 7) and "unbatched" in where
+    out, weights = attention(q, k, v, mask)
+    assert build._attention_case(attention, "t", where, q, k, v, mask) is None
+    assert torch.allclose(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+    verdict = build.check_attention(attention)
+    assert verdict.ok and "batched and unbatched" in said(verdict), verdict
+
+    def mask_with_batch_axis(q, k, v, mask=None):  # works for (..., T, S) scores with leading axes only
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask.unsqueeze(0), float("-inf"))
+        weights = scores.softmax(dim=-1)
+        return weights @ v, weights
+
+    def flattens_leading_axes(q, k, v, mask=None):  # torch.bmm needs one leading axis: raises on 2-D input
+        lead = q.shape[:-2]
+        qf, kf, vf = (t.flatten(0, -3) for t in (q, k, v))
+        weights = torch.bmm(qf, kf.transpose(1, 2)) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            weights = weights.masked_fill(~mask, float("-inf"))
+        weights = weights.softmax(dim=-1)
+        return torch.bmm(weights, vf).reshape(*lead, q.shape[-2], v.shape[-1]), weights.reshape(
+            *lead, *weights.shape[1:]
+        )
+
+    for fn, words in [
+        (mask_with_batch_axis, "weights must have shape (4, 6), found (1, 4, 6)"),
+        (flattens_leading_axes, "IndexError"),
+    ]:
+        assert build._attention_case(fn, "t", "batched", *build._attention_cases()[1][1:]) is None  # batched: right
+        verdict = build.check_attention(fn)
+        text = said(verdict)
+        assert not verdict.ok and words in text, verdict
+        assert "the unbatched q (4, 5), k (6, 5), v (6, 7), mask (4, 6)" in text, verdict
+        assert "works with batch and head axes but not without them" in text, verdict
+
+
 def test_attention_reference_is_pytorchs():
     for _, q, k, v, mask in build._attention_cases():
         out, weights = build._attention(q, k, v, mask)

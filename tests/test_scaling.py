@@ -8,6 +8,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch import nn  # noqa: E402
 
 import mha  # noqa: E402
 from mha import viz  # noqa: E402
@@ -237,3 +239,24 @@ def test_explorer_opens_on_the_tables_first_row():
     assert first == {"d_k": 4, "scale": "1 (no scaling)"}
     assert scaling.EXPLORER_D_KS[0] in scaling.DEFAULT_D_KS  # a row of the chapter's table
     assert round(scaling.softmax_stats(**first)["max_weight"], 2) == 0.44
+
+
+@pytest.mark.parametrize("bias", [True, False])
+def test_fully_masked_row_paths(bias):
+    """NaN when nn.MultiheadAttention returns the weights or takes its inference fast path; exactly 0
+    (the output is out_proj's bias) when it calls F.scaled_dot_product_attention."""
+    torch.manual_seed(0)
+    module = nn.MultiheadAttention(8, 2, batch_first=True, bias=bias, dtype=torch.float64)
+    x = torch.randn(1, 5, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    mask = torch.ones(5, 5, dtype=torch.bool).tril()
+    mask[3] = False  # query 4 may attend to nothing
+    found = scaling.fully_masked_row_paths(module, x, mask, row=3)
+    assert len(found) == 8 and module.training  # every path tried; the module itself is left as it was
+    for (training, need_weights, autograd), value in found.items():
+        fast_path = bias and not training and not need_weights and not autograd  # the fast path needs biases
+        assert value == ("NaN" if need_weights or fast_path else "0"), (training, need_weights, autograd)
+    # the other rows are finite on every path, and the sdpa path's zero row is F.scaled_dot_product_attention's
+    q = torch.randn(1, 2, 5, 4, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    assert torch.all(F.scaled_dot_product_attention(q, q, q, attn_mask=mask)[0, :, 3] == 0)
+    found_row_0 = scaling.fully_masked_row_paths(module, x, mask, row=0)
+    assert set(found_row_0.values()) == {"other"}

@@ -1,9 +1,9 @@
 """The build-it-yourself chapter: checkers for the learner's own attention, mask, head split and module.
 
 Each checker runs the learner's code on inputs made to expose the usual slips (shapes that are all
-different, T != S != Dh != Dv, so a missing transpose cannot pass by luck; several batch and head counts;
-a mask that blocks something in every row but never a whole row; scores large enough that the scale
-matters), compares it in float64 with a reference that PyTorch computes
+different, T != S != Dh != Dv, so a missing transpose cannot pass by luck; several batch and head counts
+and an unbatched (T, Dh) query; a mask that blocks something in every row but never a whole row; scores
+large enough that the scale matters), compares it in float64 with a reference that PyTorch computes
 (``F.scaled_dot_product_attention``, ``nn.MultiheadAttention``), and returns a
 :class:`~mha.chapters.answers.Verdict`. When the result is wrong it recomputes the reference with each
 usual slip built in and names the one that matches. It never raises, whatever the learner's code does.
@@ -113,13 +113,16 @@ def _attention(q, k, v, mask=None, slip: str | None = None):
 
 
 def _attention_cases():
-    """``(where, q, k, v, mask)``: batch and head axes of several sizes, T, S, Dh, Dv all different."""
+    """``(where, q, k, v, mask)``: two leading axes (batch, heads), one, and none (an unbatched
+    ``(T, Dh)`` query), T, S, Dh, Dv all different. The unbatched case comes last, so that a function
+    that needs a batch axis is told so after it has passed the batched cases."""
     gen = torch.Generator().manual_seed(0)
     cases = []
     for lead, t, s, dh, dv, masked in [
         ((2, 3), 4, 6, 5, 7, False),
         ((2, 3), 4, 6, 5, 7, True),
         ((5,), 3, 2, 8, 3, True),
+        ((), 4, 6, 5, 7, True),
     ]:
         q, k = (torch.randn(*lead, n, dh, generator=gen, dtype=torch.float64) * 2 for n in (t, s))
         v = torch.randn(*lead, s, dv, generator=gen, dtype=torch.float64)
@@ -129,13 +132,55 @@ def _attention_cases():
             mask[torch.arange(t), torch.arange(t) % s] = True
             mask[torch.arange(t), (torch.arange(t) + 1) % s] = False
         shape = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
-        cases.append((shape + (f", mask {tuple(mask.shape)}" if masked else ", no mask"), q, k, v, mask))
+        shape += f", mask {tuple(mask.shape)}" if masked else ", no mask"
+        cases.append((f"the unbatched {shape} (no batch or head axis)" if not lead else shape, q, k, v, mask))
     return cases
+
+
+#: Added to what goes wrong on the unbatched case, after the batched cases have passed.
+UNBATCHED_HINT = (
+    "your function works with batch and head axes but not without them: count the axes from the end "
+    "(k.transpose(-2, -1), softmax(dim=-1), q.shape[-1]) and give the mask no extra axis, so that "
+    "(T, Dh) inputs work too"
+)
+
+
+def _attention_case(fn, title: str, where: str, q, k, v, mask) -> Verdict | None:
+    """The verdict on one case of :func:`check_attention`, or None when ``fn`` gets it right."""
+    result, problem = _run(fn, q.clone(), k.clone(), v.clone(), mask=None if mask is None else mask.clone())
+    result, problem = (None, f"for {where}, {problem}") if problem else _pair(result, f"for {where}")
+    if problem:
+        return malformed(title, problem)
+    expected_out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # PyTorch's, True = may attend
+    expected_w = _attention(q, k, v, mask)[1]
+    weights, problem = _read_tensor("weights", result[1], expected_w.shape, allow_nan=True)
+    transposed = expected_w.shape[:-2] + (expected_w.shape[-1], expected_w.shape[-2])
+    if problem and isinstance(result[1], torch.Tensor) and tuple(result[1].shape) == transposed:
+        problem += ": the scores are (T, S), q @ k.transpose(-2, -1), one row per query"
+    if problem:
+        return wrong(title, "weights", f"for {where}: {problem}")
+    if not _close(weights, expected_w):
+        slips = [s for s in ATTENTION_SLIPS if (mask is not None or "mask" not in s)]
+        named = next((s for s in slips if _close(weights, _attention(q, k, v, mask, s)[1])), None)
+        hint = ATTENTION_SLIPS[named] if named else "compare each step with the equation: scores, scale, mask, softmax"
+        if not named and not torch.isfinite(weights).all():
+            hint = "the weights hold NaN or infinity: is a whole row blocked, or -inf added outside the mask?"
+        return wrong(title, "weights", f"for {where}: {hint}")
+    output, problem = _read_tensor("output", result[0], expected_out.shape)
+    if problem or not _close(output, expected_out):
+        return wrong(title, "output", f"for {where}: {problem or 'the weights are right; the output is weights @ v'}")
+    if result[0].dtype != q.dtype:
+        return wrong(title, "dtype", f"for {where}: the output is {result[0].dtype}, the inputs {q.dtype}: keep it")
+    return None
 
 
 @_readable
 def check_attention(fn) -> Verdict:
     """Step 1: ``fn(q, k, v, mask=None)`` returns ``(output, weights)``; mask boolean, True = may attend.
+
+    The cases have two leading axes (batch, heads), one, and none: an unbatched (T, Dh) query with
+    (S, Dh) keys and (S, Dv) values. A function that only works with leading axes is told so, with
+    the shapes of the unbatched case.
 
     Shapes:
         q (..., T, Dh), k (..., S, Dh), v (..., S, Dv), mask broadcastable to (..., T, S)
@@ -145,43 +190,15 @@ def check_attention(fn) -> Verdict:
     if not callable(fn):
         return malformed(title, f"give your function, found {type(fn).__name__}")
     for where, q, k, v, mask in _attention_cases():
-        result, problem = _run(fn, q.clone(), k.clone(), v.clone(), mask=None if mask is None else mask.clone())
-        result, problem = (None, f"for {where}, {problem}") if problem else _pair(result, f"for {where}")
-        if problem:
-            return malformed(title, problem)
-        expected_out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # PyTorch's, True = may attend
-        expected_w = _attention(q, k, v, mask)[1]
-        weights, problem = _read_tensor("weights", result[1], expected_w.shape, allow_nan=True)
-        if (
-            problem
-            and isinstance(result[1], torch.Tensor)
-            and tuple(result[1].shape)
-            == expected_w.shape[:-2]
-            + (
-                expected_w.shape[-1],
-                expected_w.shape[-2],
-            )
-        ):
-            problem += ": the scores are (T, S), q @ k.transpose(-2, -1), one row per query"
-        if problem:
-            return wrong(title, "weights", f"for {where}: {problem}")
-        if not _close(weights, expected_w):
-            slips = [s for s in ATTENTION_SLIPS if (mask is not None or "mask" not in s)]
-            named = next((s for s in slips if _close(weights, _attention(q, k, v, mask, s)[1])), None)
-            hint = (
-                ATTENTION_SLIPS[named] if named else "compare each step with the equation: scores, scale, mask, softmax"
-            )
-            if not named and not torch.isfinite(weights).all():
-                hint = "the weights hold NaN or infinity: is a whole row blocked, or -inf added outside the mask?"
-            return wrong(title, "weights", f"for {where}: {hint}")
-        output, problem = _read_tensor("output", result[0], expected_out.shape)
-        if problem or not _close(output, expected_out):
-            return wrong(
-                title, "output", f"for {where}: {problem or 'the weights are right; the output is weights @ v'}"
-            )
-        if result[0].dtype != q.dtype:
-            return wrong(title, "dtype", f"for {where}: the output is {result[0].dtype}, the inputs {q.dtype}: keep it")
-    return right(title, "correct: equal to F.scaled_dot_product_attention on every shape and mask tried")
+        verdict = _attention_case(fn, title, where, q, k, v, mask)
+        if verdict is not None:
+            if q.dim() == 2:  # the batched cases passed: say what differs
+                verdict = Verdict(verdict.ok, verdict.first_error, (*verdict.lines, f"  {UNBATCHED_HINT}"))
+            return verdict
+    return right(
+        title,
+        "correct: equal to F.scaled_dot_product_attention on every shape and mask tried, batched and unbatched",
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -231,8 +248,8 @@ def check_causal_mask(fn) -> Verdict:
 SPLIT_SLIPS = {
     "no_transpose": "tokens are mixed: a reshape straight to (B, H, T, Dh) cuts across tokens; "
     "view as (B, T, H, Dh), then transpose(1, 2)",
-    "interleaved": "features of different heads are mixed: head i holds features i·Dh … (i+1)·Dh − 1, "
-    "so view as (B, T, H, Dh), not (B, T, Dh, H)",
+    "interleaved": "features of different heads are mixed: head i (counting from 0) holds features "
+    "i·Dh … (i+1)·Dh − 1, so view as (B, T, H, Dh), not (B, T, Dh, H)",
 }
 
 
@@ -267,7 +284,11 @@ def check_split_merge(split_heads, merge_heads) -> Verdict:
             return wrong(title, "split_heads", f"for {where}: {problem}")
         if not torch.equal(got, expected):
             named = next((s for s in SPLIT_SLIPS if torch.equal(got, _split(x, h, s))), None)
-            hint = SPLIT_SLIPS[named] if named else "head i must hold features i·Dh … (i+1)·Dh − 1 of every token"
+            hint = (
+                SPLIT_SLIPS[named]
+                if named
+                else "head i (counting from 0) must hold features i·Dh … (i+1)·Dh − 1 of every token"
+            )
             return wrong(title, "split_heads", f"for {where}: {hint}")
         merged, problem = _run(merge_heads, expected.clone())
         if problem:

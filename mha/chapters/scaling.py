@@ -19,6 +19,7 @@ Shape legend: N samples (queries), S keys, Dk = d_k, T tokens, H heads.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import Counter
 
@@ -251,6 +252,43 @@ def count_operations(module, *args, **kwargs) -> dict:
 # --------------------------------------------------------------------------------------------
 # Exercises
 # --------------------------------------------------------------------------------------------
+
+
+def fully_masked_row_paths(module: torch.nn.MultiheadAttention, x: torch.Tensor, mask: torch.Tensor, row: int) -> dict:
+    """What each path of ``nn.MultiheadAttention`` returns for query ``row``, which ``mask`` blocks entirely.
+
+    Runs a CPU float64 copy of ``module`` (self-attention, ``batch_first``) on ``x`` with
+    ``attn_mask=~mask`` (the module's boolean convention is True = blocked), in eval and training
+    mode, with ``need_weights`` True and False, with autograd on and off (``torch.no_grad``). The
+    paths differ: with ``need_weights=True`` the module computes the softmax itself; with
+    ``need_weights=False`` it calls ``F.scaled_dot_product_attention``, except on its inference
+    fast path (eval mode, autograd off, ``query is key is value``, biases, and the other
+    conditions its documentation lists), a fused kernel of its own.
+
+    Shapes: x (1, T, D); mask (T, S) boolean, True = may attend.
+
+    Returns:
+        dict ``(training, need_weights, autograd) -> "NaN"`` (every entry of the row is NaN),
+        ``"0"`` (the attention output is exactly 0: the module returns ``out_proj``'s bias) or
+        ``"other"``.
+    """
+    reference = copy.deepcopy(module).to("cpu", torch.float64)
+    x = x.detach().to("cpu", torch.float64)
+    blocked = ~mask.cpu()  # nn.MultiheadAttention: True = blocked
+    bias = reference.out_proj.bias
+    zero_row = torch.zeros(x.shape[-1], dtype=torch.float64) if bias is None else bias.detach()  # out_proj(0)
+    found = {}
+    for training in (False, True):
+        reference.train(training)
+        for need_weights in (True, False):
+            for autograd in (True, False):
+                with torch.set_grad_enabled(autograd):
+                    out, _ = reference(x, x, x, attn_mask=blocked, need_weights=need_weights)
+                got = out[0, row].detach()  # (D,)
+                found[training, need_weights, autograd] = (
+                    "NaN" if torch.isnan(got).all() else "0" if torch.equal(got, zero_row) else "other"
+                )
+    return found
 
 
 def check_merge_heads(fn) -> Verdict:
