@@ -8,10 +8,15 @@ Usage (from the repository root; ``make bench`` runs the first):
 Writes ``benchmarks/results/<device>.json`` and ``.md``, and appends the run's summary to
 ``<device>-history.jsonl`` (so the spread of a ratio over several runs can be read back).
 
-* **Timings**: every implementation in the same process on the same inputs, in interleaved rounds
-  (``benchmarks.timing.time_side_by_side``): median and interquartile range of the samples, and
-  per-round ratios. The record names the CPU model, core count, torch, ISA, threads, the load
-  before and after, and which SDPA backend each implementation ran.
+* **Timings**: every implementation in the same process on the same inputs, with modules of its
+  own (no two share a weight tensor), in interleaved rounds whose order is shuffled anew each
+  round from a recorded seed (``benchmarks.timing.time_side_by_side``): median and interquartile
+  range of the samples, and per-round ratios. The record names the CPU model, core count, torch,
+  ISA, threads, the load before and after, and which SDPA backend each implementation ran.
+* **Verdicts**: every comparison chapter 10 makes (``mha.chapters.perf_results.comparison_family``,
+  fixed and recorded before the first timing) gets the median per-round ratio and its exact
+  interval at the Bonferroni level for the whole family; a difference is called only when the
+  interval excludes 1 (``mha.chapters.perf_stats``).
 * **Memory**: the bytes of activations the backward pass reads (parameters excluded), counted
   exactly with ``saved_tensors_hooks`` (``mha.chapters.perf.saved_activation_bytes``); on CUDA
   also the peak allocated memory.
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -36,6 +42,7 @@ import mha
 from benchmarks import bench_compile, bench_decoding
 from benchmarks.timing import environment, load_average, sdpa_backend, synchronizer, time_side_by_side
 from mha.chapters import perf_results as pr
+from mha.chapters import perf_stats
 from mha.chapters.perf import bare_attention_layer, gqa_repeat_kv_forward, saved_activation_bytes
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -50,14 +57,29 @@ def progress(message):
 
 
 def implementations(d_model, num_heads, device, dtype):
-    """``(name -> forward(x) returning the output, the modules)``; all layers of one kind share weights."""
-    torch.manual_seed(0)
-    ref = nn.MultiheadAttention(d_model, num_heads, batch_first=True).to(device, dtype)
-    readable = mha.MultiHeadAttention.from_torch(ref)
-    fused = mha.FusedMultiHeadAttention.from_multi_head(readable)
-    looped = mha.LoopedMultiHeadAttention.from_multi_head(readable)
-    gqa = mha.GroupedQueryAttention(d_model, num_heads, max(1, num_heads // 4)).to(device, dtype)
-    mqa = mha.GroupedQueryAttention(d_model, num_heads, 1).to(device, dtype)
+    """``(name -> forward(x) returning the output, the modules)``.
+
+    Every implementation has modules of its own: the same weights (the layers built from one
+    seeded ``nn.MultiheadAttention``, the grouped-query layers from one seed each), copied into
+    storage that no other implementation reads. No two implementations of a comparison share a
+    weight tensor, so none finds the other's weights already in a cache.
+    """
+
+    def torch_layer():
+        torch.manual_seed(0)
+        return nn.MultiheadAttention(d_model, num_heads, batch_first=True).to(device, dtype)
+
+    def readable():
+        return mha.MultiHeadAttention.from_torch(torch_layer())
+
+    def fused():
+        return mha.FusedMultiHeadAttention.from_torch(torch_layer())
+
+    def grouped(num_kv_heads):
+        torch.manual_seed(1)
+        return mha.GroupedQueryAttention(d_model, num_heads, num_kv_heads).to(device, dtype)
+
+    gqa_heads = max(1, num_heads // 4)
     masks = {}
 
     def causal_mask(x):  # built once per length, outside the timed region's first call
@@ -66,30 +88,39 @@ def implementations(d_model, num_heads, device, dtype):
             masks[seq_len] = mha.causal_mask(seq_len, device=x.device)
         return masks[seq_len]
 
-    fns = {
-        pr.LOOPED: lambda x: looped(x)[0],
-        pr.WEIGHTS: lambda x: readable(x)[0],
-        pr.READABLE_SDPA: lambda x: readable(x, need_weights=False)[0],
-        pr.FUSED: lambda x: fused(x, need_weights=False)[0],
-        pr.TORCH_DEFAULT: lambda x: ref(x, x, x)[0],
-        pr.TORCH_FAST: lambda x: ref(x, x, x, need_weights=False)[0],
-        pr.BARE: lambda x: bare_attention_layer(ref, x),
-        pr.FUSED_CAUSAL: lambda x: fused(x, need_weights=False, is_causal=True)[0],
-        pr.FUSED_CAUSAL_MASK: lambda x: fused(x, need_weights=False, mask=causal_mask(x))[0],
-        pr.BARE_CAUSAL: lambda x: bare_attention_layer(ref, x, is_causal=True),
-        pr.GQA: lambda x: gqa(x, need_weights=False)[0],
-        pr.GQA_REPEAT: lambda x: gqa_repeat_kv_forward(gqa, x),
-        pr.MQA: lambda x: mqa(x, need_weights=False)[0],
-        pr.MQA_REPEAT: lambda x: gqa_repeat_kv_forward(mqa, x),
+    def own(module, forward):  # the module and a forward(x) that uses it alone
+        return module, lambda x: forward(module, x)
+
+    built = {
+        pr.LOOPED: own(mha.LoopedMultiHeadAttention.from_multi_head(readable()), lambda m, x: m(x)[0]),
+        pr.WEIGHTS: own(readable(), lambda m, x: m(x)[0]),
+        pr.READABLE_SDPA: own(readable(), lambda m, x: m(x, need_weights=False)[0]),
+        pr.FUSED: own(fused(), lambda m, x: m(x, need_weights=False)[0]),
+        pr.TORCH_DEFAULT: own(torch_layer(), lambda m, x: m(x, x, x)[0]),
+        pr.TORCH_FAST: own(torch_layer(), lambda m, x: m(x, x, x, need_weights=False)[0]),
+        pr.BARE: own(torch_layer(), bare_attention_layer),
+        pr.FUSED_CAUSAL: own(fused(), lambda m, x: m(x, need_weights=False, is_causal=True)[0]),
+        pr.FUSED_CAUSAL_MASK: own(fused(), lambda m, x: m(x, need_weights=False, mask=causal_mask(x))[0]),
+        pr.BARE_CAUSAL: own(torch_layer(), lambda m, x: bare_attention_layer(m, x, is_causal=True)),
+        pr.GQA: own(grouped(gqa_heads), lambda m, x: m(x, need_weights=False)[0]),
+        pr.GQA_REPEAT: own(grouped(gqa_heads), gqa_repeat_kv_forward),
+        pr.MQA: own(grouped(1), lambda m, x: m(x, need_weights=False)[0]),
+        pr.MQA_REPEAT: own(grouped(1), gqa_repeat_kv_forward),
     }
-    assert list(fns) == list(pr.IMPLS)
-    return fns, [ref, readable, fused, looped, gqa, mqa]
+    assert list(built) == list(pr.IMPLS)
+    fns = {name: forward for name, (_, forward) in built.items()}
+    modules = {name: module for name, (module, _) in built.items()}
+    return fns, modules
 
 
-def bench_layers(batch_size, d_model, num_heads, seq_lens, memory_seq_lens, device, dtype, rounds, min_sample_s):
-    """Timings (forward, forward+backward), saved bytes, SDPA backends of every implementation."""
+def bench_layers(
+    batch_size, d_model, num_heads, seq_lens, memory_seq_lens, device, dtype, rounds, min_sample_s, order=0
+):
+    """Timings (forward, forward+backward), saved bytes, SDPA backends of every implementation;
+    ``order`` shuffles the rounds (a seed or a shared ``random.Random``)."""
+    rng = order if isinstance(order, random.Random) else random.Random(order)
     fns, modules = implementations(d_model, num_heads, device, dtype)
-    params = [p for m in modules for p in m.parameters()]
+    params = [p for m in modules.values() for p in m.parameters()]
     sync = synchronizer(device)
     rows = []
     for seq_len in seq_lens:
@@ -98,10 +129,14 @@ def bench_layers(batch_size, d_model, num_heads, seq_lens, memory_seq_lens, devi
         x_grad = x_data.clone().requires_grad_()
         with torch.no_grad():
             forward = time_side_by_side(
-                {n: (lambda f=f, x=x_data: f(x)) for n, f in fns.items()}, rounds, sync, min_sample_s
+                {n: (lambda f=f, x=x_data: f(x)) for n, f in fns.items()}, rounds, sync, min_sample_s, order=rng
             )
         both = time_side_by_side(
-            {n: (lambda f=f, x=x_grad: f(x).sum().backward()) for n, f in fns.items()}, rounds, sync, min_sample_s
+            {n: (lambda f=f, x=x_grad: f(x).sum().backward()) for n, f in fns.items()},
+            rounds,
+            sync,
+            min_sample_s,
+            order=rng,
         )
         for name in fns:
             rows.append({"impl": name, "seq_len": seq_len, "forward": forward[name], "forward_backward": both[name]})
@@ -133,8 +168,10 @@ def bench_layers(batch_size, d_model, num_heads, seq_lens, memory_seq_lens, devi
 
 
 def summarize(report, seq_len):
-    """The ratios the chapter and the targets use, at ``seq_len``, forward+backward: per-round
-    median with quartiles (:func:`mha.chapters.perf_results.paired_ratio`)."""
+    """The ratios the targets use, at ``seq_len``, forward+backward: per-round median with
+    quartiles (:func:`mha.chapters.perf_results.paired_ratio`), kept in every run's history line;
+    and ``comparisons``, every comparison of the chapter's family with its corrected interval and
+    verdict (:func:`mha.chapters.perf_results.verdicts`)."""
 
     def paired(a, b, key="forward_backward", t=seq_len):
         return pr.paired_ratio(report, a, b, t, key)
@@ -166,6 +203,7 @@ def summarize(report, seq_len):
                 "met": ratio["median"] <= limit,
             }
     summary["targets"] = targets
+    summary["comparisons"] = pr.verdicts({**report, "summary": {"seq_len": seq_len}})
     return summary
 
 
@@ -176,7 +214,7 @@ def markdown(report) -> str:
         "",
         f"Measured {env['date']} UTC on {env['cpu_model']}; python {env['python']}. "
         f"batch {report['batch_size']}, d_model {report['d_model']}, {report['num_heads']} heads; "
-        f"{report['rounds']} interleaved rounds; median (IQR) in ms.",
+        f"{report['rounds']} interleaved rounds, order {pr.order_of(report)}; median (IQR) in ms.",
         "",
         "| implementation | T | forward | forward+backward | SDPA backend |",
         "| --- | --- | --- | --- | --- |",
@@ -198,6 +236,17 @@ def markdown(report) -> str:
     for key, value in s.items():
         if isinstance(value, dict) and "median" in value:
             lines.append(f"- {key}: {value['median']:.3f} [{value['q1']:.3f}, {value['q3']:.3f}]")
+    comparisons = s.get("comparisons", {})
+    if comparisons:
+        first = next(iter(comparisons.values()))
+        lines += [
+            "",
+            f"Every comparison of the chapter ({first['comparisons']}): median per-round ratio A / B and its "
+            f"exact interval at level {1 - first['alpha'] / first['comparisons']:.4f} (Bonferroni, "
+            f"family-wise {1 - first['alpha']:.2f}); a difference is called when the interval excludes 1.",
+            "",
+        ]
+        lines += [f"- {pr.verdict_line(label, result)}" for label, result in comparisons.items()]
     for name, target in s["targets"].items():
         verdict = "met" if target["met"] else "NOT met"
         lines.append(
@@ -219,33 +268,60 @@ def configuration(device, tiny):
         num_heads=12,
         seq_lens=[128, 256, 512],
         memory_seq_lens=[128, 256, 512, 1024],
-        rounds=11,
+        rounds=25,
     )
 
 
-def run(tiny=False, out_dir=RESULTS, dtypes=None, device=None):
+def run(tiny=False, out_dir=RESULTS, dtypes=None, device=None, seed=0):
+    """Run every benchmark, with the order of every round drawn from one generator seeded with
+    ``seed``; the comparisons the chapter judges are fixed (``method["comparisons"]``) before the
+    first timing."""
     device = device or mha.get_device()
     config = configuration(device, tiny)
     min_sample_s = 0.005 if device.type == "cuda" and not tiny else 0.0
     dtypes = dtypes or ([torch.float32, torch.bfloat16] if device.type == "cuda" else [torch.float32])
+    target_len = config["seq_lens"][-1] if tiny else TARGET_LEN
     reports = []
     for dtype in dtypes:
+        rng = random.Random(seed)
+        with_compile = device.type == "cpu" and dtype == torch.float32
+        family = pr.comparison_family(
+            config["seq_lens"],
+            target_len,
+            config["num_heads"],
+            bench_decoding.grid(device, tiny),
+            bench_decoding.kv_head_counts(config["num_heads"]),
+            bench_compile.FLAGS if with_compile else (),
+        )
+        method = {
+            "order": "shuffled",
+            "order_seed": seed,
+            "own_weights": True,
+            "alpha": perf_stats.ALPHA,
+            "correction": "Bonferroni",
+            "comparisons": [c.label for c in family],
+        }
         env = environment(device, dtype)
-        progress(f"== {env['device']} {env['dtype']}: layers")
-        rows, memory, backends = bench_layers(device=device, dtype=dtype, min_sample_s=min_sample_s, **config)
+        progress(f"== {env['device']} {env['dtype']}: layers ({len(family)} comparisons fixed)")
+        rows, memory, backends = bench_layers(
+            device=device, dtype=dtype, min_sample_s=min_sample_s, order=rng, **config
+        )
         report = {
             "environment": env,
+            "method": method,
             **{k: config[k] for k in ("batch_size", "d_model", "num_heads", "rounds")},
             "timings": rows,
             "memory": memory,
             "sdpa_backend": backends,
         }
         progress("== decoding")
-        report["decoding"] = bench_decoding.run(config["d_model"], config["num_heads"], device, dtype, tiny)
-        if device.type == "cpu" and dtype == torch.float32:
+        report["decoding"] = bench_decoding.run(config["d_model"], config["num_heads"], device, dtype, tiny, order=rng)
+        if with_compile:
             progress("== torch.compile")
-            report["compile"] = bench_compile.run(device, dtype, tiny)
-        report["summary"] = summarize(report, config["seq_lens"][-1] if tiny else TARGET_LEN)
+            report["compile"] = bench_compile.run(device, dtype, tiny, order=rng)
+        report["summary"] = summarize(report, target_len)
+        if list(report["summary"]["comparisons"]) != method["comparisons"]:
+            raise RuntimeError("the comparisons judged differ from those fixed before the run")
         env["load_average_after"] = load_average()
         reports.append(report)
     write(reports, Path(out_dir), ("tiny-" if tiny else "") + device.type)
@@ -259,15 +335,17 @@ def write(reports, out_dir: Path, stem: str):
     (out_dir / f"{stem}.md").write_text("\n".join(markdown(r) for r in reports))
     with open(out_dir / f"{stem}-history.jsonl", "a", encoding="utf-8") as history:
         for r in reports:
-            history.write(json.dumps({"environment": r["environment"], "summary": r["summary"]}) + "\n")
+            line = {"environment": r["environment"], "method": r["method"], "summary": r["summary"]}
+            history.write(json.dumps(line) + "\n")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiny", action="store_true", help="tiny sizes, seconds (used by the tests)")
     parser.add_argument("--out", default=str(RESULTS), help="folder for the JSON and Markdown results")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the order of the rounds (recorded)")
     args = parser.parse_args()
-    for report in run(tiny=args.tiny, out_dir=args.out):
+    for report in run(tiny=args.tiny, out_dir=args.out, seed=args.seed):
         print(markdown(report))
 
 

@@ -7,7 +7,9 @@
 * ``bandwidth``: how fast this device reads memory (the sum of a large tensor), the slope of the
   roofline ``time >= bytes / bandwidth``.
 
-All timings are side by side in interleaved rounds (``benchmarks.timing.time_side_by_side``).
+All timings are side by side in interleaved rounds whose order is shuffled by ``order``
+(``benchmarks.timing.time_side_by_side``), and every timed function has a module of its own
+(the same seeded weights, in storage no other one reads).
 """
 
 from __future__ import annotations
@@ -24,21 +26,25 @@ def kv_head_counts(num_heads):
     return sorted({num_heads, max(1, num_heads // 4), 1}, reverse=True)
 
 
-def generation(d_model, num_heads, new_tokens, device, dtype, rounds):
+def _layer(d_model, num_heads, g, device, dtype):
+    torch.manual_seed(0)
+    return mha.GroupedQueryAttention(d_model, num_heads, g).to(device, dtype).eval()
+
+
+def generation(d_model, num_heads, new_tokens, device, dtype, rounds, order=0):
     """KV cache against recomputing the prefix, generating ``new_tokens`` tokens at batch 1."""
     gen = torch.Generator().manual_seed(1)
     tokens = torch.randn(1, new_tokens, d_model, generator=gen).to(device, dtype)
     fns, checks = {}, {}
     for g in kv_head_counts(num_heads):
-        torch.manual_seed(0)
-        module = mha.GroupedQueryAttention(d_model, num_heads, g).to(device, dtype).eval()
+        cached, full = _layer(d_model, num_heads, g, device, dtype), _layer(d_model, num_heads, g, device, dtype)
 
-        def with_cache(module=module):
+        def with_cache(module=cached):
             cache = module.new_cache(1, new_tokens)
             outs = [module.decode_step(tokens[:, t : t + 1], cache)[0] for t in range(new_tokens)]
             return torch.cat(outs, 1), cache
 
-        def recompute(module=module):
+        def recompute(module=full):
             outs = [
                 module(tokens[:, : t + 1], is_causal=True, need_weights=False)[0][:, -1:] for t in range(new_tokens)
             ]
@@ -49,7 +55,7 @@ def generation(d_model, num_heads, new_tokens, device, dtype, rounds):
             checks[g] = (float((cached_out - recompute()).abs().max()), cache.nbytes)
         fns[f"cache g={g}"], fns[f"recompute g={g}"] = with_cache, recompute
     with torch.no_grad():
-        times = time_side_by_side(fns, rounds, synchronizer(device), warmup=0)
+        times = time_side_by_side(fns, rounds, synchronizer(device), warmup=0, order=order)
     element = torch.tensor([], dtype=dtype).element_size()
     results = []
     for g, (max_abs_diff, nbytes) in checks.items():
@@ -70,7 +76,7 @@ def generation(d_model, num_heads, new_tokens, device, dtype, rounds):
     return results
 
 
-def steps(d_model, num_heads, device, dtype, grid, rounds):
+def steps(d_model, num_heads, device, dtype, grid, rounds, order=0):
     """One decoding step (batch B, one new token each) with ``context_len`` tokens already cached."""
     head_dim = d_model // num_heads
     element = torch.tensor([], dtype=dtype).element_size()
@@ -80,8 +86,7 @@ def steps(d_model, num_heads, device, dtype, grid, rounds):
         x = torch.randn(batch_size, 1, d_model, generator=gen).to(device, dtype)
         fns, sizes = {}, {}
         for g in kv_head_counts(num_heads):
-            torch.manual_seed(0)
-            module = mha.GroupedQueryAttention(d_model, num_heads, g).to(device, dtype).eval()
+            module = _layer(d_model, num_heads, g, device, dtype)
             cache = module.new_cache(batch_size, context_len)
             prefix = (batch_size, g, context_len - 1, head_dim)
             cache.append(
@@ -97,7 +102,7 @@ def steps(d_model, num_heads, device, dtype, grid, rounds):
             weight_bytes = sum(p.numel() * p.element_size() for p in module.parameters())
             sizes[g] = (weight_bytes, mha.kv_cache_bytes(batch_size, context_len, 1, g, head_dim, element))
         with torch.no_grad():
-            times = time_side_by_side(fns, rounds, synchronizer(device), warmup=2)
+            times = time_side_by_side(fns, rounds, synchronizer(device), warmup=2, order=order)
         for g, (weight_bytes, cache_bytes) in sizes.items():
             results.append(
                 {
@@ -123,16 +128,25 @@ def bandwidth(device, dtype, nbytes, rounds):
     return {"bytes": x.numel() * element, "time": time, "bytes_per_s": median, "q1": q1, "q3": q3}
 
 
-def run(d_model, num_heads, device, dtype, tiny=False):
+def grid(device, tiny=False):
+    """The (batch, context) pairs of the decoding steps."""
     if tiny:
-        new_tokens, grid, rounds, read = 8, [(1, 8), (2, 16)], 2, 2**20
+        return [(1, 8), (2, 16)]
+    if device.type == "cuda":
+        return [(1, 512), (1, 4096), (16, 4096), (64, 4096)]
+    return [(1, 512), (1, 4096), (4, 4096), (16, 4096)]
+
+
+def run(d_model, num_heads, device, dtype, tiny=False, order=0):
+    if tiny:
+        new_tokens, rounds, generations, read = 8, 2, 1, 2**20
     elif device.type == "cuda":
-        new_tokens, grid, rounds, read = 256, [(1, 512), (1, 4096), (16, 4096), (64, 4096)], 15, 2**30
+        new_tokens, rounds, generations, read = 256, 25, 11, 2**30
     else:
-        new_tokens, grid, rounds, read = 256, [(1, 512), (1, 4096), (4, 4096), (16, 4096)], 11, 2**28
+        new_tokens, rounds, generations, read = 256, 25, 11, 2**28
     return {
-        "generation": generation(d_model, num_heads, new_tokens, device, dtype, 3 if not tiny else 1),
-        "steps": steps(d_model, num_heads, device, dtype, grid, rounds),
+        "generation": generation(d_model, num_heads, new_tokens, device, dtype, generations, order),
+        "steps": steps(d_model, num_heads, device, dtype, grid(device, tiny), rounds, order),
         "bandwidth": bandwidth(device, dtype, read, rounds),
     }
 

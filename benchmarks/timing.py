@@ -1,10 +1,13 @@
 """Timing side by side, and the record of the machine a timing was taken on.
 
 Every benchmark here times its implementations **in rounds**: each round calls every
-implementation once, in an order rotated from round to round, and records one sample per call.
-A burst of load from another process then slows every implementation of the rounds it hits,
-instead of the one implementation that happened to be measured at that moment, and the ratio of
-two implementations within a round (``mha.chapters.perf_results.paired_ratio``) cancels most of it.
+implementation once, in an order shuffled anew for each round by a seeded generator, and records
+one sample per call with its position in the round. A burst of load from another process then
+slows every implementation of the rounds it hits, instead of the one implementation that happened
+to be measured at that moment, and the ratio of two implementations within a round cancels most of
+it. Shuffling keeps the rest fair: no implementation always runs after the same predecessor (whose
+caches, memory and frequency it would inherit) or at the same place in the round
+(``mha.chapters.perf_stats`` decides what the ratios show).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import platform
+import random
 import re
 import subprocess
 import time
@@ -74,15 +78,19 @@ def synchronizer(device: torch.device):
     return lambda: None
 
 
-def time_side_by_side(fns: dict, rounds: int, sync=lambda: None, min_sample_s: float = 0.0, warmup: int = 1) -> dict:
+def time_side_by_side(
+    fns: dict, rounds: int, sync=lambda: None, min_sample_s: float = 0.0, warmup: int = 1, order=0
+) -> dict:
     """``{name: timing record}`` of each ``fns[name]()``, measured in interleaved rounds.
 
     After ``warmup`` calls of each, one round calls every function once (``inner`` times in a
     row for calls shorter than ``min_sample_s``, so a GPU's launch latency does not dominate),
-    in an order rotated by one each round. Each record holds the median, quartiles and every
-    sample in ms (:func:`mha.chapters.perf_results.summarize_samples`); sample ``r`` of every
-    record comes from round ``r``.
+    in an order shuffled for each round by ``order`` (a seed, or a ``random.Random`` that several
+    calls share). Each record holds the median, quartiles and every sample in ms
+    (:func:`mha.chapters.perf_results.summarize_samples`) and ``positions``, the place (0 first)
+    at which it ran in each round; sample ``r`` of every record comes from round ``r``.
     """
+    rng = order if isinstance(order, random.Random) else random.Random(order)
     names = list(fns)
     inner = dict.fromkeys(names, 1)
     for name in names:
@@ -96,16 +104,27 @@ def time_side_by_side(fns: dict, rounds: int, sync=lambda: None, min_sample_s: f
             single = time.perf_counter() - start
             inner[name] = max(1, math.ceil(min_sample_s / max(single, 1e-9)))
     samples = {name: [] for name in names}
-    for r in range(rounds):
-        shift = r % len(names)
-        for name in names[shift:] + names[:shift]:
+    positions = {name: [] for name in names}
+    for _ in range(rounds):
+        this_round = rng.sample(names, len(names))
+        for position, name in enumerate(this_round):
             sync()
             start = time.perf_counter()
             for _ in range(inner[name]):
                 fns[name]()
             sync()
             samples[name].append((time.perf_counter() - start) / inner[name] * 1e3)
-    return {name: summarize_samples(samples[name]) for name in names}
+            positions[name].append(position)
+    return {name: {**summarize_samples(samples[name]), "positions": positions[name]} for name in names}
+
+
+def round_orders(records: dict) -> list[list[str]]:
+    """The order of every round, read back from the ``positions`` of :func:`time_side_by_side`'s records."""
+    rounds = len(next(iter(records.values()))["positions"])
+    orders = []
+    for r in range(rounds):
+        orders.append(sorted(records, key=lambda name: records[name]["positions"][r]))
+    return orders
 
 
 #: PyTorch's operator behind each backend of F.scaled_dot_product_attention.

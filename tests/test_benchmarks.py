@@ -27,8 +27,9 @@ def test_files_environment_and_history(tiny_report):
     assert set(env) >= {"cpu_model", "cpu_count", "torch", "isa", "threads", "load_average", "load_average_after"}
     assert env["cpu_model"] and env["isa"] == torch.backends.cpu.get_cpu_capability()
     assert (out / f"tiny-{device}.md").read_text().startswith("# Attention benchmark")
-    history = (out / f"tiny-{device}-history.jsonl").read_text().splitlines()
-    assert [json.loads(line)["summary"] for line in history] == [r["summary"] for r in stored]
+    history = [json.loads(line) for line in (out / f"tiny-{device}-history.jsonl").read_text().splitlines()]
+    assert [line["summary"] for line in history] == [r["summary"] for r in stored]
+    assert [line["method"] for line in history] == [r["method"] for r in stored]
 
 
 def test_every_implementation_timed_side_by_side(tiny_report):
@@ -70,8 +71,9 @@ def test_decoding(tiny_report):
 def test_compile_is_measured_apart_from_compiling(tiny_report):
     result = tiny_report[0][0]["compile"]
     assert result["backend"] == "eager"  # the tiny run checks the code path, not Inductor
-    assert set(result["first_call_s"]) == {"need_weights=True", "need_weights=False"}
-    assert all(t > 0 for t in result["first_call_s"].values())
+    assert list(result["first_call_s"]) == ["need_weights=True", "need_weights=False"]
+    assert all(t > 0 for t in result["first_call_s"].values()) and result["warmup_compile_s"] > 0
+    assert sorted(result["compile_order"]) == sorted(result["first_call_s"])  # the order drawn, recorded
     assert len(result["timings"]) == 4 and set(result["compiled_over_eager"]) == set(result["first_call_s"])
 
 
@@ -110,15 +112,70 @@ def test_report_passes_the_chapter_checks(tiny_report):
         assert pr.seq_lens(report) == pr.seq_lens(report, "memory") == [8, 16]
 
 
-def test_time_side_by_side_rotates_and_repeats():
+def test_time_side_by_side_shuffles_each_round_from_a_seed():
     calls = []
-    fns = {name: (lambda name=name: calls.append(name)) for name in "abc"}
-    result = timing.time_side_by_side(fns, rounds=3, warmup=0)
-    assert calls == list("abcbcacab")  # every round runs each once, starting one later
-    assert all(r["repeats"] == 3 and r["median_ms"] >= 0 for r in result.values())
+    fns = {name: (lambda name=name: calls.append(name)) for name in "abcde"}
+    result = timing.time_side_by_side(fns, rounds=40, warmup=0, order=7)
+    rounds = [calls[5 * r : 5 * r + 5] for r in range(40)]
+    assert all(sorted(r) == list("abcde") for r in rounds)  # every round runs each once
+    assert timing.round_orders(result) == rounds  # the recorded positions give the order back
+    assert len({tuple(r) for r in rounds}) > 20  # not one rotated order: 40 rounds, many orders
+    predecessors = {name: {r[r.index(name) - 1] for r in rounds if r.index(name)} for name in "abcde"}
+    assert all(len(p) == 4 for p in predecessors.values())  # each follows every other one
+    assert all(set(result[n]["positions"]) == set(range(5)) for n in "abcde")  # and runs at every place
+    calls.clear()
+    again = timing.time_side_by_side(fns, rounds=40, warmup=0, order=7)
+    assert [calls[5 * r : 5 * r + 5] for r in range(40)] == rounds  # the seed reproduces the orders
+    assert [again[n]["positions"] for n in "abcde"] == [result[n]["positions"] for n in "abcde"]
+    assert all(r["repeats"] == 40 and r["median_ms"] >= 0 for r in result.values())
     calls.clear()
     timing.time_side_by_side({"slow": lambda: calls.append(1)}, rounds=2, min_sample_s=1e-3, warmup=0)
     assert len(calls) > 3  # a call far shorter than min_sample_s is repeated within each sample
+
+
+def test_every_implementation_has_weights_of_its_own():
+    """No two implementations read one weight tensor (none finds another's weights in a cache), yet
+    they hold the same values: the implementations of one function agree."""
+    fns, modules = bench_attention.implementations(32, 4, torch.device("cpu"), torch.float32)
+    storages = {name: {p.untyped_storage().data_ptr() for p in m.parameters()} for name, m in modules.items()}
+    names = list(storages)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            assert not storages[a] & storages[b], (a, b)
+    x = torch.randn(2, 6, 32, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        out = {name: f(x) for name, f in fns.items()}
+    for group in (pr.MAIN_IMPLS, (pr.FUSED_CAUSAL, pr.FUSED_CAUSAL_MASK, pr.BARE_CAUSAL)):
+        assert all(torch.allclose(out[group[0]], out[name], atol=1e-5) for name in group), group
+    assert torch.allclose(out[pr.GQA], out[pr.GQA_REPEAT], atol=1e-5)
+    assert torch.allclose(out[pr.MQA], out[pr.MQA_REPEAT], atol=1e-5)
+
+
+def test_the_comparisons_are_fixed_before_the_run_and_all_judged(tiny_report):
+    report = tiny_report[0][0]
+    method = report["method"]
+    assert (method["order"], method["order_seed"], method["own_weights"]) == ("shuffled", 0, True)
+    assert method["comparisons"] == [c.label for c in pr.report_family(report)]
+    assert list(report["summary"]["comparisons"]) == method["comparisons"]
+    assert report["summary"]["comparisons"] == pr.verdicts(report)
+    for row in report["timings"]:  # every timing records where it ran in each round
+        assert len(row["forward"]["positions"]) == report["rounds"]
+    assert pr.order_of(report) == "shuffled, seed 0"
+
+
+def test_automatic_dynamic_shapes_recompile_once():
+    """What chapter 10 says of a new shape: the first new shape recompiles the function as one
+    dynamic graph, which then serves every later shape (torch's automatic dynamic shapes)."""
+    from torch._dynamo.testing import CompileCounter
+
+    torch.compiler.reset()
+    counter = CompileCounter()
+    compiled = torch.compile(mha.MultiHeadAttention(32, 4).eval(), backend=counter)
+    with torch.no_grad():
+        for seq_len in (8, 16, 24, 32, 48):
+            compiled(torch.randn(2, seq_len, 32))
+    torch.compiler.reset()
+    assert counter.frame_count == 2  # the static graph for 8, then one dynamic graph for the rest
 
 
 def test_sdpa_backend_reads_the_kernel_that_ran():

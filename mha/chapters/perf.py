@@ -9,7 +9,7 @@ can be counted exactly is counted here, so the chapter checks it live:
 * the two references the benchmark times ``mha`` against: the least work PyTorch does for a layer
   (:func:`bare_attention_layer`) and grouped-query attention that copies K and V per query head
   (:func:`gqa_repeat_kv_forward`);
-* the bytes one decoding step reads (weights + KV cache), the FLOPs it does, and the speed-up
+* the bytes one decoding step reads (the weights it reads + KV cache), the FLOPs it does, and the speed-up
   that fewer key/value heads can give a memory-bound step (:func:`decode_step_bytes`,
   :func:`decode_step_flops`, :func:`decode_speedup_bound`);
 * the checkers of the chapter's exercises (:func:`check_matrix_bytes`, :func:`check_decode_bytes`,
@@ -243,13 +243,15 @@ def decode_step_bytes(
     head_dim: int,
     bytes_per_element: int = 2,
 ) -> int:
-    """Bytes one decoding step must read from memory: every weight once, plus the KV cache.
+    """Bytes one decoding step must read from memory: the weights it reads, plus the KV cache.
 
-    A step computes one new token for each of the B sequences. Its matrix products read each
-    weight once for the whole batch; its attention reads the keys and values of the
-    ``context_len`` tokens before it, in every layer (:func:`mha.kv_cache_bytes`). Activations
-    (a few vectors per token) are left out. ``bytes / bandwidth`` is the least time the step can
-    take (the bandwidth ceiling of its roofline; :func:`decode_step_flops` gives the arithmetic).
+    A step computes one new token for each of the B sequences. ``weight_bytes`` are the weights
+    it reads once for the whole batch (for a published model, :func:`model_step_weight_bytes`:
+    every weight but the rows of the input embedding that the step does not gather); its
+    attention reads the keys and values of the ``context_len`` tokens before it, in every layer
+    (:func:`mha.kv_cache_bytes`). Activations (a few vectors per token) are left out.
+    ``bytes / bandwidth`` is the least time the step can take (the bandwidth ceiling of its
+    roofline; :func:`decode_step_flops` gives the arithmetic).
     """
     if isinstance(weight_bytes, bool) or not isinstance(weight_bytes, int) or weight_bytes < 0:
         raise ValueError(f"weight_bytes must be an int >= 0, found {weight_bytes!r}")
@@ -303,6 +305,25 @@ def model_weight_bytes(model: str = DECODE_MODEL, bytes_per_element: int = 2, nu
     return total_params(cfg) * check_positive_int("bytes_per_element", bytes_per_element)
 
 
+def model_step_weight_bytes(
+    batch_size: int, model: str = DECODE_MODEL, bytes_per_element: int = 2, num_kv_heads: int | None = None
+) -> int:
+    """Bytes of weights one decoding step of a Llama-family model reads for ``batch_size`` new tokens.
+
+    Every weight of the matrix products (the output layer included: it is not tied to the input
+    embedding) and every norm scale is read once for the whole batch; the input embedding table is
+    not read but indexed: the step gathers one row of ``d_model`` per new token, B rows of the
+    V = ``vocab_size`` (for Llama-2-7B the table is 1.9 % of the parameters). ``num_kv_heads`` as
+    in :func:`model_weight_bytes`.
+    """
+    cfg = _model_config(model, num_kv_heads)
+    if cfg.family != "llama":
+        raise ValueError(f"model_step_weight_bytes counts Llama-family models, found {model!r} ({cfg.family})")
+    rows = min(check_positive_int("batch_size", batch_size), cfg.vocab_size)
+    params = total_params(cfg) - (cfg.vocab_size - rows) * cfg.d_model
+    return params * check_positive_int("bytes_per_element", bytes_per_element)
+
+
 def model_matmul_params(model: str = DECODE_MODEL, num_kv_heads: int | None = None) -> int:
     """Parameters of a Llama-family model that a decoding step multiplies: every weight but the
     input embedding table (a lookup of B rows) and the RMSNorm scales (2 per block, 1 at the end)."""
@@ -321,7 +342,8 @@ def model_decode_step_bytes(
     *,
     fixed_weights: bool = True,
 ) -> int:
-    """:func:`decode_step_bytes` for a published model of :mod:`mha.chapters.configs`.
+    """:func:`decode_step_bytes` for a published Llama-family model of :mod:`mha.chapters.configs`,
+    with the weights a step reads (:func:`model_step_weight_bytes`).
 
     Two accountings of fewer key/value heads: ``fixed_weights=True`` holds the model's weights as
     published and only the cache changes with ``num_kv_heads`` (as when the parameters saved on
@@ -329,7 +351,7 @@ def model_decode_step_bytes(
     is a model of the same shape whose W_K and W_V shrink with the cache.
     """
     cfg = config(model)
-    weights = model_weight_bytes(model, bytes_per_element, None if fixed_weights else num_kv_heads)
+    weights = model_step_weight_bytes(batch_size, model, bytes_per_element, None if fixed_weights else num_kv_heads)
     return decode_step_bytes(
         weights, batch_size, context_len, cfg.num_layers, num_kv_heads, cfg.head_dim, bytes_per_element
     )
@@ -358,7 +380,7 @@ def model_decode_intensity(
     over bytes/s, lies above these.
     """
     flops = model_decode_step_flops(batch_size, context_len, num_kv_heads, model, fixed_weights=fixed_weights)
-    weight_bytes = model_weight_bytes(model, 2, None if fixed_weights else num_kv_heads)
+    weight_bytes = model_step_weight_bytes(batch_size, model, 2, None if fixed_weights else num_kv_heads)
     total = model_decode_step_bytes(batch_size, context_len, num_kv_heads, model, fixed_weights=fixed_weights)
     return {
         "weights": flops["weights"] / weight_bytes,

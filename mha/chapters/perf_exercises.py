@@ -9,7 +9,7 @@ import math
 from ..counting import kv_cache_bytes
 from .answers import Verdict, malformed, matches, read_number, right, wrong
 from .models import config
-from .perf import DECODE_MODEL, attention_matrix_bytes, model_weight_bytes
+from .perf import DECODE_MODEL, attention_matrix_bytes, model_step_weight_bytes
 
 # ---------------------------------------------------------------------------------------------
 # Exercise checkers (mha.chapters.answers.Verdict): the wrong step and a hint; a message, never a traceback
@@ -66,11 +66,13 @@ def check_matrix_bytes(answer, batch_size: int = 8, num_heads: int = 12, seq_len
 def check_decode_bytes(answer, num_kv_heads: int, batch_size: int = 1, context_len: int = 4096) -> Verdict:
     """Exercise 2: the bytes one decoding step of Llama-2-7B (fp16) reads with G key/value heads.
 
-    Two accountings are right, and the verdict says which one the answer used: the weights held
-    as published (only the cache changes with G) or a model of the same shape whose W_K and W_V
-    shrink with G (:func:`model_decode_step_bytes`, ``fixed_weights=False``). Recognises, in
-    either: the cache alone, the weights alone, keys without values, one layer's cache, H heads
-    cached instead of G, fp32 instead of fp16, GiB or GB instead of bytes.
+    The weights a step reads are every weight but the input embedding table, of which it gathers
+    the B rows of its new tokens (:func:`model_step_weight_bytes`). Two accountings are right, and
+    the verdict says which one the answer used: the weights held as published (only the cache
+    changes with G) or a model of the same shape whose W_K and W_V shrink with G
+    (:func:`model_decode_step_bytes`, ``fixed_weights=False``). Recognises, in either: the whole
+    embedding table read, the cache alone, the weights alone, keys without values, one layer's
+    cache, H heads cached instead of G, fp32 instead of fp16, GiB or GB instead of bytes.
     """
     title = f"bytes one decoding step reads, g = {num_kv_heads}"
     value, problem = _read_size("answer", answer)
@@ -80,17 +82,19 @@ def check_decode_bytes(answer, num_kv_heads: int, batch_size: int = 1, context_l
     s, layers = 2, cfg.num_layers
     cache = kv_cache_bytes(batch_size, context_len, layers, num_kv_heads, cfg.head_dim, s)
     full = kv_cache_bytes(batch_size, context_len, layers, cfg.num_heads, cfg.head_dim, s)
-    accountings = {model_weight_bytes(DECODE_MODEL, s): "the weights held as published"}
+    accountings = {model_step_weight_bytes(batch_size, DECODE_MODEL, s): "the weights held as published"}
     if num_kv_heads != cfg.num_heads:
-        shrunk = model_weight_bytes(DECODE_MODEL, s, num_kv_heads)
+        shrunk = model_step_weight_bytes(batch_size, DECODE_MODEL, s, num_kv_heads)
         accountings[shrunk] = f"a model of the same shape with {num_kv_heads} key/value heads: W_K and W_V shrink"
     for weights, how in accountings.items():
         if matches(value, weights + cache, 1e-4):
             return right(title, f"correct ({how})")
-    slips = [(cache, "that is the KV cache alone; every step also reads every weight of the model once")]
+    table = (cfg.vocab_size - batch_size) * cfg.d_model * s  # the embedding rows a step does not gather
+    slips = [(cache, "that is the KV cache alone; every step also reads the weights of the model once")]
     for weights in accountings:
         expected = weights + cache
         slips += [
+            (expected + table, "that reads the whole input embedding table; a step gathers one row per new token"),
             (weights, "that is the weights alone; the step also reads the keys and values of every earlier token"),
             (weights + cache / 2, "the cache holds keys *and* values: two tensors per layer"),
             (weights + cache / layers, f"each of the {layers} layers has its own cache"),

@@ -1,12 +1,14 @@
-"""Chapter 6's stored benchmark results: load a ``benchmarks/results/<device>.json`` file and read it.
+"""Chapter 10's stored benchmark results: load a ``benchmarks/results/<device>.json`` file and read it.
 
 ``python -m benchmarks.bench_attention`` (``make bench``) writes the file; nothing here times
 anything. Every timing in a report is a list of samples taken **side by side**: in each round the
-benchmark runs every implementation once, in a rotating order, so a burst of load from another
-process slows all of them in that round rather than one implementation's whole measurement. A
-time is the median of its samples with the interquartile range (IQR) as its spread; a ratio of two
-implementations is the median of the per-round ratios (:func:`paired_ratio`), which cancels most
-of what the rounds share.
+benchmark runs every implementation once, in an order shuffled anew each round (runs stored before
+issue 32 rotated one fixed order), so a burst of load from another process slows all of them in
+that round rather than one implementation's whole measurement. A time is the median of its samples
+with the interquartile range (IQR) as its spread; a comparison of two implementations is the
+median of the per-round ratios, and a difference is called only when its interval, corrected for
+every comparison the chapter makes (:func:`comparison_family`), excludes 1
+(:mod:`mha.chapters.perf_stats`).
 
 Shape legend: B batch, H heads, T query length, S key length, D d_model.
 """
@@ -15,7 +17,10 @@ from __future__ import annotations
 
 import json
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
+
+from . import perf_stats
 
 #: The layers the benchmark compares with the shape of BERT-base's attention, in table order.
 LOOPED = "looped (mha.LoopedMultiHeadAttention)"
@@ -58,6 +63,8 @@ SHORT_NAMES = {
     MQA_REPEAT: "MQA repeat",
 }
 MEASURES = ("forward", "forward_backward")
+#: The two variants of mha.MultiHeadAttention that the torch.compile benchmark compiles.
+COMPILE_FLAGS = ("need_weights=True", "need_weights=False")
 #: Keys every stored report must have (:func:`check_report`).
 REPORT_KEYS = (
     "environment",
@@ -214,17 +221,177 @@ def paired_ratio(report, numerator: str, denominator: str, seq_len: int, key: st
     return {"median": median, "q1": q1, "q3": q3, "rounds": len(ratios)}
 
 
-def verdict(ratio: dict) -> str:
-    """What a per-round ratio (:func:`paired_ratio`) of A / B says, judged by its quartiles.
+# ---------------------------------------------------------------------------------------------
+# The comparisons the chapter makes, fixed before a run, and their verdicts
+# ---------------------------------------------------------------------------------------------
 
-    ``"A slower"`` when even the first quartile is above 1, ``"A faster"`` when even the third
-    is below 1, else ``"no clear difference"``: the middle half of the rounds straddles 1.
+
+@dataclass(frozen=True)
+class Comparison:
+    """time(numerator) / time(denominator), round by round. Each side names where its samples are:
+    ``("layers", impl, seq_len, measure)``, ``("compile", name)``, ``("generation", "cache" or
+    "recompute", G)`` or ``("step", B, context, G)`` (:func:`samples_at`)."""
+
+    label: str
+    numerator: tuple
+    denominator: tuple
+
+
+def _layers(a, b, seq_len, key="forward_backward") -> Comparison:
+    what = "forward" if key == "forward" else "forward+backward"
+    label = f"{SHORT_NAMES[a]} / {SHORT_NAMES[b]}, {what}, T = {seq_len}"
+    return Comparison(label, ("layers", a, seq_len, key), ("layers", b, seq_len, key))
+
+
+def comparison_family(
+    lengths, target_len: int, num_heads: int, decode_grid=(), kv_heads=(), compile_flags=()
+) -> list[Comparison]:
+    """Every comparison chapter 10 states a verdict on, for a benchmark of this configuration.
+
+    Fixed before a run (the benchmark stores the labels it was run with), so that the correction
+    counts every comparison and none is chosen after seeing the data:
+
+    * the loop over heads against the batched explicit path, forward and forward+backward, at
+      every length; the fused Q, K, V projection against three, and the causal flag against a
+      mask, at every length;
+    * at ``target_len``: the weights against none in the same layer, mha's fast layer and the
+      readable one against the bare PyTorch layer, mha's fast layer against
+      ``nn.MultiheadAttention(need_weights=False)`` and PyTorch's default against it, the causal
+      flag against the bare causal layer and against the full layer, ``enable_gqa`` against
+      copying K and V (G = H/4 and G = 1);
+    * torch.compile: compiled against eager for each ``need_weights`` flag, and the compiled
+      explicit path against the eager fast one;
+    * generation: recomputing the prefix against the cache for every G in ``kv_heads``, and the
+      cache with fewer KV heads against the cache with H;
+    * one decoding step with H KV heads against one with G, at every (batch, context) of
+      ``decode_grid``.
     """
-    if ratio["q1"] > 1:
-        return "A slower"
-    if ratio["q3"] < 1:
-        return "A faster"
-    return "no clear difference"
+    family = [_layers(LOOPED, WEIGHTS, t, key) for key in MEASURES for t in lengths]
+    family += [_layers(FUSED, READABLE_SDPA, t) for t in lengths]
+    family += [
+        _layers(a, b, target_len)
+        for a, b in (
+            (WEIGHTS, READABLE_SDPA),
+            (FUSED, BARE),
+            (READABLE_SDPA, BARE),
+            (FUSED, TORCH_FAST),
+            (TORCH_DEFAULT, FUSED),
+        )
+    ]
+    family += [_layers(FUSED_CAUSAL, FUSED_CAUSAL_MASK, t) for t in lengths]
+    family += [
+        _layers(a, b, target_len)
+        for a, b in ((FUSED_CAUSAL, BARE_CAUSAL), (FUSED_CAUSAL, FUSED), (GQA, GQA_REPEAT), (MQA, MQA_REPEAT))
+    ]
+    for flag in compile_flags:
+        family.append(
+            Comparison(f"compiled / eager, {flag}", ("compile", f"compiled, {flag}"), ("compile", f"eager, {flag}"))
+        )
+    if compile_flags:
+        family.append(
+            Comparison(
+                "compiled need_weights=True / eager need_weights=False",
+                ("compile", "compiled, need_weights=True"),
+                ("compile", "eager, need_weights=False"),
+            )
+        )
+    for g in kv_heads:
+        family.append(
+            Comparison(f"recompute / cache, g = {g}", ("generation", "recompute", g), ("generation", "cache", g))
+        )
+    for g in kv_heads:
+        if g != num_heads:
+            label = f"cache g = {g} / cache g = {num_heads}"
+            family.append(Comparison(label, ("generation", "cache", g), ("generation", "cache", num_heads)))
+    for b, n in decode_grid:
+        for g in kv_heads:
+            if g != num_heads:
+                label = f"step g = {num_heads} / step g = {g}, b = {b}, n = {n}"
+                family.append(Comparison(label, ("step", b, n, num_heads), ("step", b, n, g)))
+    return family
+
+
+def report_family(report) -> list[Comparison]:
+    """:func:`comparison_family` for the configuration a stored report was measured with."""
+    decoding = report["decoding"]
+    grid = list(dict.fromkeys((s["batch_size"], s["context_len"]) for s in decoding["steps"]))
+    kv_heads = [entry["num_kv_heads"] for entry in decoding["generation"]]
+    compiled = report.get("compile", {}).get("timings", {})
+    flags = [flag for flag in COMPILE_FLAGS if f"eager, {flag}" in compiled]
+    return comparison_family(seq_lens(report), report["summary"]["seq_len"], report["num_heads"], grid, kv_heads, flags)
+
+
+def samples_at(report, where: tuple) -> list[float]:
+    """The per-round samples (ms) at ``where`` (see :class:`Comparison`)."""
+    kind, *rest = where
+    if kind == "layers":
+        impl, seq_len, key = rest
+        return timing(report, impl, seq_len, key)["samples_ms"]
+    if kind == "compile":
+        return report["compile"]["timings"][rest[0]]["samples_ms"]
+    if kind == "generation":
+        what, g = rest
+        for entry in report["decoding"]["generation"]:
+            if entry["num_kv_heads"] == g:
+                return entry[what]["samples_ms"]
+    elif kind == "step":
+        b, n, g = rest
+        for step in report["decoding"]["steps"]:
+            if (step["batch_size"], step["context_len"], step["num_kv_heads"]) == (b, n, g):
+                return step["time"]["samples_ms"]
+    else:
+        raise ValueError(f"where must start with layers, compile, generation or step, found {kind!r}")
+    raise KeyError(f"no samples at {where!r}")
+
+
+def comparison_ratios(report, comparison: Comparison) -> list[float]:
+    """time(numerator) / time(denominator) in each round of ``comparison``."""
+    top, bottom = samples_at(report, comparison.numerator), samples_at(report, comparison.denominator)
+    if len(top) != len(bottom):
+        raise ValueError(f"{comparison.label}: {len(top)} and {len(bottom)} rounds")
+    return [a / b for a, b in zip(top, bottom)]
+
+
+def verdicts(report, alpha: float = perf_stats.ALPHA) -> dict:
+    """``{label: result}`` for every comparison of :func:`report_family`: the median per-round
+    ratio and its interval at the Bonferroni level for the whole family
+    (:func:`mha.chapters.perf_stats.compare`), with the verdict."""
+    family = report_family(report)
+    return {c.label: perf_stats.compare(comparison_ratios(report, c), len(family), alpha) for c in family}
+
+
+def judged(report, numerator, denominator, seq_len: int | None = None, key: str = "forward_backward") -> dict:
+    """The result of one comparison of the family (:func:`verdicts`): two implementations at
+    ``seq_len`` (``key`` forward or forward_backward), or two sample locations (tuples, see
+    :class:`Comparison`). A comparison outside the family raises KeyError: the chapter may state
+    a verdict only on what the correction counted."""
+    if seq_len is not None:
+        numerator, denominator = ("layers", numerator, seq_len, key), ("layers", denominator, seq_len, key)
+    family = report_family(report)
+    for c in family:
+        if (c.numerator, c.denominator) == (numerator, denominator):
+            return perf_stats.compare(comparison_ratios(report, c), len(family))
+    raise KeyError(f"{numerator} / {denominator} is not one of the {len(family)} comparisons of the family")
+
+
+def order_of(report) -> str:
+    """How the report's rounds ordered the implementations: ``"shuffled, seed N"`` (the order of
+    each round drawn from a seeded generator and recorded) or ``"rotated"`` (runs before issue 32:
+    one fixed order, rotated by one each round)."""
+    method = report.get("method")
+    if method is None:
+        return "rotated"
+    return f"{method['order']}, seed {method['order_seed']}"
+
+
+def verdict_line(label: str, result: dict, digits: int = 3, width: int = 0) -> str:
+    """One comparison as text: ``label: median [low, high]  verdict``, the label and its colon
+    padded to ``width`` characters."""
+    if result["low"] is None:
+        span = "no interval"
+    else:
+        span = f"[{result['low']:.{digits}f}, {result['high']:.{digits}f}]"
+    return f"{label + ':':{width}s} {result['median']:.{digits}f} {span}  {result['verdict']}"
 
 
 def timing_table(report, impls=MAIN_IMPLS, key: str = "forward_backward") -> str:

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
 
-from ..chapters.perf import DECODE_MODEL, model_decode_step_bytes, model_weight_bytes
+from ..chapters.perf import DECODE_MODEL, model_decode_step_bytes, model_step_weight_bytes
 from ..chapters.perf_results import (
     IMPLS,
     LOOPED,
@@ -20,8 +20,8 @@ from ..chapters.perf_results import (
     SHORT_NAMES,
     WEIGHTS,
     explorer_controls,
+    judged,
     memory_bytes,
-    paired_ratio,
     seq_lens,
     timing,
 )
@@ -75,20 +75,24 @@ def plot_time_vs_seq_len(report, *, key: str = "forward_backward", impls=MAIN_IM
 
 
 def plot_ratio_vs_seq_len(report, pairs, *, ax=None, title=None):
-    """Per-round ratio (median, IQR bars) against T for each ``(numerator, denominator, key)``;
-    the dashed line at 1 is 'equally fast'."""
+    """Per-round ratio against T for each ``(numerator, denominator, key)`` of the chapter's
+    comparisons: the median, and as bars its interval corrected for every comparison
+    (:func:`~mha.chapters.perf_results.judged`; none where the rounds are too few for one). The
+    dashed line at 1 is 'equally fast': a bar that crosses it calls no difference."""
     fig, ax = _axes(ax)
     lengths = seq_lens(report)
     for i, (top, bottom, key) in enumerate(pairs):
-        stats = [paired_ratio(report, top, bottom, t, key) for t in lengths]
+        stats = [judged(report, top, bottom, t, key) for t in lengths]
         medians = np.array([s["median"] for s in stats])
-        spread = np.array([[m - s["q1"], s["q3"] - m] for m, s in zip(medians, stats)]).T
+        spread = np.array(
+            [[m - s["low"], s["high"] - m] if s["low"] is not None else [0.0, 0.0] for m, s in zip(medians, stats)]
+        ).T
         what = "forward + backward" if key == "forward_backward" else "forward"
         label = f"{SHORT_NAMES.get(top, top)} / {SHORT_NAMES.get(bottom, bottom)}, {what}"
         ax.errorbar(lengths, medians, yerr=spread, fmt="o-", capsize=3, color=HEAD_COLORS[i], label=label)
     ax.axhline(1.0, color="0.4", linestyle="--", linewidth=1)
     _log2_lengths(ax, lengths)
-    ax.set_ylabel("time ratio per round (median, IQR)")
+    ax.set_ylabel("time ratio per round (median, interval)")
     ax.set_title(title or "time ratios")
     ax.legend(fontsize=9)
     return fig
@@ -191,7 +195,8 @@ def plot_decode_roofline(*, kv_heads=(32, 8, 1), model: str = DECODE_MODEL, ax=N
         if g != num_heads:
             shrunk = [model_decode_step_bytes(1, int(t), g, model, fixed_weights=False) / GIB for t in tokens]
             ax.plot(tokens, shrunk, "--", color=HEAD_COLORS[i], label=f"{name}, g = {g}, same shape")
-    ax.axhline(model_weight_bytes(model) / GIB, color="0.4", linestyle=":", linewidth=1, label="weights alone")
+    weights = model_step_weight_bytes(1, model)  # batch 1: one row of the input embedding gathered
+    ax.axhline(weights / GIB, color="0.4", linestyle=":", linewidth=1, label="weights alone")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("batch x context (tokens in the KV cache)")
