@@ -1,4 +1,4 @@
-"""Chapter 5's experiment (learning curves, sweeps, the cached results) and its exercise checkers."""
+"""Chapter 9's experiment (learning curves, sweeps, the cached results) and its exercise checkers."""
 
 import pytest
 import torch
@@ -58,6 +58,47 @@ def test_model_params_of_the_easy_task():
     model = M.make_merge_model("gated", relation_task.make_task(2), seed=3)
     assert sum(p.numel() for p in model.parameters()) == params["gated"]
     assert model.attention.merge == "gated"
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_what_one_seed_shares_across_merges(seed):
+    """With one seed every merge starts from the same W_Q, W_K, W_V; the merge layers draw different
+    numbers of values, so the embeddings and the readout drawn after them differ, except between
+    averaging and the weighted merge (zero logits, no draw): only those two start as one model."""
+    starts = {m: M.shared_start(m, seed=seed) for m in STRATEGIES}
+    assert all(s["q, k, v"] for s in starts.values())
+    for m, s in starts.items():
+        paired = m in ("average", "weighted")
+        assert s["embeddings"] is paired and s["readout"] is paired and s["same outputs"] is paired, m
+    assert [starts[m]["W_up"] for m in STRATEGIES] == [None, False, True, True, True]
+    # independently of shared_start: the embeddings of a fresh model per merge, compared by hand
+    task = relation_task.make_task(4, seed=seed)
+    emb = {m: M.make_merge_model(m, task, seed=seed).token_embedding.weight for m in STRATEGIES}
+    assert torch.equal(emb["average"], emb["weighted"])
+    assert len({tuple(emb[m].flatten()[:4].tolist()) for m in ("concat", "concat_lowrank", "average", "gated")}) == 4
+    # another seed changes the shared parts too, so the comparison is not vacuous
+    other = M.make_merge_model("average", task, seed=seed + 1).attention.q_proj.weight
+    assert not torch.equal(other, M.make_merge_model("average", task, seed=seed).attention.q_proj.weight)
+    # the reference can be any merge: the gated merge shares W_up with averaging, not the readout
+    start = M.shared_start("average", "gated", seed=seed)
+    assert start["W_up"] and not start["readout"]
+
+
+def test_mean_readout_of_four_heads():
+    """Four tokens, each as a point on a circle in two features of its head, survive the average of
+    the heads (through AverageMerge's W_up) on all 16^4 inputs; in shared features they cannot."""
+    separate = M.mean_readout([(0, 1), (2, 3), (4, 5), (6, 7)])
+    assert separate["inputs"] == 16**4 and separate["accuracy"] == 1.0 and separate["relation_accuracy"] == [1.0] * 4
+    assert M.mean_readout([(6, 7), (0, 1), (2, 3), (4, 5)], seed=5)["accuracy"] == 1.0
+    shared = M.mean_readout([(0, 1)] * 4)
+    assert shared["accuracy"] * shared["inputs"] == 16  # only the inputs whose four tokens are equal
+    overlapping = M.mean_readout([(0, 1), (1, 2), (2, 3), (3, 4)])
+    assert overlapping["accuracy"] < 0.05 and min(overlapping["relation_accuracy"]) < 0.5
+    two_heads = M.mean_readout([(0, 1), (8, 9)])  # two heads of d_k = 16
+    assert two_heads["inputs"] == 256 and two_heads["accuracy"] == 1.0
+    for bad in ([(0, 8)] * 4, [(0,)] * 4, [], [(0, 1)] * 3):
+        with pytest.raises(ValueError, match="head_features must be pairs"):
+            M.mean_readout(bad)
 
 
 def test_sweep_runs():
