@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -302,6 +303,25 @@ def convert_bert_state_dict(tensors: dict) -> dict:
             continue
         raise ValueError(f"unexpected tensor {name!r} in a BERT state dict")
     return converted
+
+
+def dropped_tensors(directory=None) -> dict[str, int]:
+    """The tensors of ``model.safetensors`` that :func:`load_model` leaves out on purpose: BERT's
+    pooler (a dense layer on [CLS], unused by a mean-pooling sentence model) and the
+    ``position_ids`` buffer (the positions 0, 1, ..., not a weight). Reads the file's header only.
+
+    Returns:
+        dict name -> number of values, in the file's names.
+    """
+    from safetensors import safe_open
+
+    directory = model_dir() if directory is None else Path(directory)
+    with safe_open(str(directory / "model.safetensors"), framework="pt") as weights:
+        return {
+            name: math.prod(weights.get_slice(name).get_shape())
+            for name in weights.keys()
+            if name.removeprefix("bert.").startswith(_UNUSED)
+        }
 
 
 def load_model(directory=None, *, device=None) -> BertEncoder:
