@@ -225,8 +225,8 @@ def t_quantile(level: float, df: int) -> float:
 def prediction_band(sample, resolution: float, level: float = PREDICTION_LEVEL) -> dict:
     """The band a live re-run must land in, from one value per distinct computation (see the module
     docstring): ``mean ± t · sd · sqrt(1 + 1/n)``, at least ``resolution`` (one scored position)
-    and :data:`MIN_HALF_WIDTH` either way, widened to hold every value of ``sample``, clipped to [0, 1], rounded outward to 4
-    decimals.
+    and :data:`MIN_HALF_WIDTH` either way, widened to hold every value of ``sample``, clipped to
+    [0, 1], rounded outward to 4 decimals.
 
     Returns:
         dict with ``n``, ``mean``, ``sd``, ``half_width`` (what the spread needs, before widening and
