@@ -115,6 +115,27 @@ def test_model_errors():
         relation_task.make_model(3, task)
     with pytest.raises(ValueError, match="steps must be a positive int, found 0"):
         relation_task.train_and_evaluate(relation_task.make_model(1, task), task, steps=0)
+    with pytest.raises(ValueError, match="readout_width must be a positive int, found 0"):
+        relation_task.make_model(1, task, readout_width=0)
+    with pytest.raises(ValueError, match=r"readout_width \(512\) applies to the MLP readout, found readout='linear'"):
+        relation_task.make_model(1, task, readout="linear", readout_width=512)
+
+
+def test_readout_width():
+    """The control's wider readout: only the MLP's hidden layer changes; the default is 4 d_model."""
+    task = relation_task.make_task(4, num_train=8, num_test=8)
+    default = relation_task.make_model(1, task)
+    same = relation_task.make_model(1, task, readout_width=4 * relation_task.D_MODEL)
+    wide = relation_task.make_model(1, task, readout_width=512)
+    for p, q in zip(default.state_dict().values(), same.state_dict().values()):
+        assert torch.equal(p, q)  # naming the default width builds the very same model
+    assert [m.out_features for m in wide.readout if isinstance(m, torch.nn.Linear)] == [512, 4 * 16]
+    extra = (512 - 128) * (32 + 1) + (512 - 128) * 4 * 16  # first layer's weights and biases, second's weights
+    assert mha.count_params(wide) - mha.count_params(default) == extra
+    assert mha.count_params(wide.attention) == mha.count_params(default.attention)
+    r = E.head_count_experiment(1, num_relations=2, steps=5, readout_width=64)
+    assert r["readout_width"] == 64 and E.head_count_experiment(1, num_relations=2, steps=5)["readout_width"] == 128
+    assert E.head_count_experiment(1, num_relations=2, steps=5, readout="linear")["readout_width"] is None
 
 
 # ---------------------------------------------------------------- training
@@ -416,27 +437,14 @@ def test_check_content_only():
     assert not single_head.check_content_only("0.7", [0.7, 0.3]).ok
 
 
-def _reads_on_every_input(beta, offset, vocab_size):
-    """One-hot values, readout ``beta``: the symbol at ``offset`` wins strictly on every input."""
-    import itertools
-
-    beta = torch.as_tensor(beta, dtype=torch.float64)
-    inputs = torch.tensor(list(itertools.product(range(vocab_size), repeat=beta.shape[0])))  # (N, O)
-    scores = torch.zeros(inputs.shape[0], vocab_size, dtype=torch.float64)
-    scores.scatter_add_(1, inputs, beta.expand(inputs.shape[0], -1).contiguous())  # (N, V)
-    top2 = scores.topk(2, dim=1)
-    right = top2.indices[:, 0] == inputs[:, offset]
-    return bool((right & (top2.values[:, 0] > top2.values[:, 1])).all()), inputs.shape[0]
-
-
 def test_heads_cancel_each_others_interference():
     """The counterexample to "some head must give the relation more than 1/2": heads (0.45, 0.45, 0.1)
     and (0, 0.5, 0.5) on offsets 1-3, readout head1 - 0.9 head2, read relation 1 on every input."""
     weights = ((0.0, 0.45, 0.45, 0.1), (0.0, 0.0, 0.5, 0.5))
     assert max(max(row[1:]) for row in weights) <= 0.5
     beta = torch.tensor(weights[0], dtype=torch.float64) - 0.9 * torch.tensor(weights[1], dtype=torch.float64)
-    ok, count = _reads_on_every_input(beta, 1, vocab_size=6)
-    assert ok and count == 6**4
+    assert R.reads_on_every_input(beta, 1, vocab_size=6)
+    assert not any(R.reads_on_every_input(row, 1, vocab_size=6) for row in weights)  # neither head alone
     assert R.readable_relations(weights) == [1]
     assert R.readout_combination(weights, 1) is not None
 
@@ -444,12 +452,11 @@ def test_heads_cancel_each_others_interference():
 def test_exercise_4_reads_relations_1_and_3():
     """(1/6)(-head1) + head2 reads relation 3 on all 16^4 = 65,536 inputs; relation 2 is not readable."""
     w = torch.tensor(R.EXERCISE_WEIGHTS, dtype=torch.float64)
-    ok, count = _reads_on_every_input(-w[0] / 6 + w[1], 3, vocab_size=16)
-    assert ok and count == 65_536
+    assert R.reads_on_every_input(-w[0] / 6 + w[1], 3, vocab_size=16)
     assert R.readable_relations(R.EXERCISE_WEIGHTS) == [1, 3]
     for o in (1, 3):  # the combination the function finds reads it too
         c = R.readout_combination(R.EXERCISE_WEIGHTS, o)
-        assert _reads_on_every_input(c @ w, o, vocab_size=8)[0]
+        assert R.reads_on_every_input(c @ w, o, vocab_size=8)
     # relation 2: its column (0.3, 0.45) = y0 a0 + y1 a1 + y3 a3 with every |y| <= 1, a certificate that no
     # combination c reads it (c . a2 = sum y_j c . a_j <= sum |c . a_j|)
     y1 = (0.3 - 0.05) / (0.6 - 0.05 * 0.1 / 0.45)
@@ -496,7 +503,7 @@ def test_the_residual_can_cancel_the_token_itself():
     assert R.readable_relations(weights) == [] and R.readable_relations(weights, residual=True) == [1]
     c = R.readout_combination(weights, 1, residual=True)
     beta = c @ torch.tensor([[0.3, 0.4, 0.3], [1.0, 0.0, 0.0]], dtype=torch.float64)
-    assert abs(float(beta[0])) < 1e-12 and _reads_on_every_input(beta, 1, vocab_size=5)[0]
+    assert abs(float(beta[0])) < 1e-12 and R.reads_on_every_input(beta, 1, vocab_size=5)
     gen = torch.Generator().manual_seed(2)
     for _ in range(50):  # still no more relations than heads
         w = torch.rand(2, 6, generator=gen, dtype=torch.float64) ** 3
@@ -509,6 +516,12 @@ def test_readable_relations_errors():
             R.readable_relations(bad)
     with pytest.raises(ValueError, match="offset must be between 0 and 2"):
         R.readout_combination([[0.2, 0.3, 0.5]], 3)
+    with pytest.raises(ValueError, match="beta must be one weight per offset"):
+        R.reads_on_every_input([[0.5, 0.5]], 0)
+    with pytest.raises(ValueError, match="offset must be between 0 and 1, found 2"):
+        R.reads_on_every_input([0.5, 0.5], 2)
+    with pytest.raises(ValueError, match="vocab_size must be a whole number >= 2, found 1"):
+        R.reads_on_every_input([0.5, 0.5], 0, vocab_size=1)
 
 
 def test_check_readable():
@@ -549,3 +562,85 @@ def test_curve_figures():
         assert isinstance(fig, matplotlib.figure.Figure)
         assert all(ax.get_title() and ax.get_xlabel() for ax in fig.axes)
         plt.close(fig)
+
+
+# ---------------------------------------------------------------- chapter 8's control and measured spread
+
+
+def _control():
+    if not E.CONTROL_PATH.exists():
+        skip_or_fail("run scripts/make_ch08_control.py")
+    return E.load_control()
+
+
+def test_control_is_complete():
+    control = _control()
+    keys = [(r["lr"], r["readout_width"], r["seed"]) for r in control["runs"]]
+    assert sorted(keys) == sorted(E.control_runs()) and len(set(keys)) == len(E.control_runs()) == 18
+    for run in control["runs"]:
+        assert (run["num_heads"], run["num_relations"], run["steps"]) == (1, 4, E.CONTROL_STEPS)
+        assert [p["steps"] for p in run["curve"]] == list(E.CONTROL_CHECKPOINTS)
+        assert run["params"] == mha.count_params(
+            relation_task.make_model(
+                1, relation_task.make_task(4, num_train=8, num_test=8), readout_width=run["readout_width"]
+            )
+        )
+    settings = control["provenance"]["settings"]
+    assert settings["rates"] == list(E.CONTROL_RATES) and settings["readout_widths"] == list(E.CONTROL_WIDTHS)
+    assert [s["seed"] for s in control["splits"]] == list(E.SPLIT_SEEDS)
+
+
+def test_control_repeats_the_chapters_own_runs():
+    """The control's (lr 0.003, width 128) runs are the grid's and curves' one-head k = 4 runs, retrained: the
+    same to the last digit on a machine with the same kernels, else within the measured band."""
+    _control()
+    same_kernels = (
+        provenance.of("head_count_control.json")["machine"]["cpu_capability"]
+        == (provenance.of("head_count_grid.json")["machine"]["cpu_capability"])
+    )
+    for seed in E.CONTROL_SEEDS:
+        run = next(
+            r for r in E.load_control()["runs"] if (r["lr"], r["readout_width"], r["seed"]) == (0.003, 128, seed)
+        )
+        curve = next(c for c in E.cached_curves(1) if c["seed"] == seed)["curve"]
+        for point in run["curve"]:
+            reference = next(p for p in curve if p["steps"] == point["steps"])
+            if same_kernels:
+                assert point["accuracy"] == reference["accuracy"], (seed, point["steps"])
+            elif point["steps"] == 1500 and seed == 0:
+                assert provenance.in_band("ch01.heads1", point["accuracy"])
+
+
+def test_control_summary_and_best():
+    _control()
+    summary = E.control_summary(1500)
+    assert set(summary) == {(lr, w) for lr in E.CONTROL_RATES for w in E.CONTROL_WIDTHS}
+    assert all(len(s["values"]) == len(E.CONTROL_SEEDS) for s in summary.values())
+    config, best = E.best_control(1500)
+    assert best["median"] == max(s["median"] for s in summary.values()) and summary[config] == best
+    train = E.control_summary(6000, key="train_accuracy")
+    assert set(train) == set(summary)
+    with pytest.raises(KeyError, match="not 1234"):
+        E.control_summary(1234)
+    table = E.format_control()
+    assert table.splitlines()[0].split()[:3] == ["lr", "width", "params"] and len(table.splitlines()) == 7
+    assert "1,500 steps" in table and "6,000 steps" in table
+
+
+def test_weight_split():
+    _control()
+    for seed in E.SPLIT_SEEDS:
+        split = E.weight_split(seed)
+        assert len(split["profile"]) == E.SPLIT_RELATIONS + 2 and abs(sum(split["profile"]) - 1) < 1e-3
+        assert min(split["profile"]) >= 0
+    with pytest.raises(KeyError, match="no cached weight split for seed=9"):
+        E.weight_split(9)
+
+
+def test_held_out_profile_averages_every_sequence():
+    task = relation_task.make_task(2, num_train=64, num_test=6, seed=1)
+    model = relation_task.make_model(2, task, seed=1)
+    profile = E.held_out_profile(model, task, 2)
+    assert profile.shape == (2, 4) and torch.allclose(profile.sum(dim=-1), torch.ones(2, dtype=torch.float64))
+    one_by_one = torch.stack([E.offset_profile(relation_task.attention_maps(model, x), 2) for x in task.test_x])
+    assert torch.allclose(profile[:, :3], one_by_one.mean(dim=0), atol=1e-6)

@@ -15,6 +15,15 @@ in how the same parameters are cut into heads (:func:`mha.chapters.task.make_mod
 **The learning curves.** The same script trains the settings of :data:`CURVE_SETTINGS` once each,
 to their largest budget, on :data:`CURVE_SEEDS`, and records training and held-out accuracy at
 every budget of :data:`CURVE_STEPS` on the way (:func:`cached_curves`, :func:`curve_summary`).
+**The control** (chapter 8, issue 32). The grid trains every head count at one learning rate
+(0.003) with one readout (128 hidden units). ``scripts/make_ch08_control.py`` trains one head on the
+headline task (k = 4) at every learning rate of :data:`CONTROL_RATES` and every readout width of
+:data:`CONTROL_WIDTHS`, on :data:`CONTROL_SEEDS`, to :data:`CONTROL_STEPS` steps (evaluated on the
+way), and stores them in :data:`CONTROL_PATH` (:func:`control_summary`, :func:`best_control`).
+Fixed before any run: a run *solves* at ``SOLVED`` = 0.99; the headline comparison is at 1,500 steps,
+the best one-head configuration (highest median over seeds) against two heads at the chapter's
+settings. The same file holds :func:`weight_split`: one head's average weight on each offset, k = 2.
+
 The figures are in :mod:`mha.viz.head_count`.
 """
 
@@ -27,7 +36,16 @@ import torch
 from ..counting import attention_params
 from . import DATA_DIR
 from .answers import Report, Verdict, read_int, read_numbers
-from .task import D_MODEL, LEARNING_RATE, STEPS, make_model, make_task, spread, token_labels, train_and_evaluate
+from .task import (
+    D_MODEL,
+    LEARNING_RATE,
+    STEPS,
+    make_model,
+    make_task,
+    spread,
+    token_labels,
+    train_and_evaluate,
+)
 
 #: The number of relations of the chapter's main setting.
 DEFAULT_RELATIONS = 4
@@ -85,6 +103,7 @@ def head_count_experiment(
     readout: str = "mlp",
     d_model: int = D_MODEL,
     lr: float = LEARNING_RATE,
+    readout_width: int | None = None,
     checkpoints=(),
     show_progress: bool = False,
     return_model: bool = False,
@@ -98,19 +117,23 @@ def head_count_experiment(
     causal ``mha.FusedMultiHeadAttention(d_model, num_heads)`` with a residual, and an MLP (default) or
     linear readout; ``d_k = d_model / num_heads``, so the parameter count does not depend on
     ``num_heads``. ``seed`` fixes the data, the initial weights and the minibatch order. ``steps``
-    Adam steps at learning rate ``lr``; ``checkpoints`` (step counts up to ``steps``) adds the
-    learning curve of this one run (training and held-out accuracy at each).
+    Adam steps at learning rate ``lr``; ``readout_width`` sets the MLP readout's hidden units (default
+    ``4 d_model`` = 128; the control of :data:`CONTROL_WIDTHS` widens it); ``checkpoints`` (step
+    counts up to ``steps``) adds the learning curve of this one run (training and held-out accuracy
+    at each).
 
     Returns:
         the dict of :func:`train_and_evaluate` (``curve`` included) plus ``num_relations``, ``seed``,
-        ``readout`` (and ``model``, the trained :class:`RelationModel`, when ``return_model`` is true).
+        ``readout``, ``readout_width`` (the MLP's hidden units, None for the linear readout), and
+        ``model``, the trained :class:`RelationModel`, when ``return_model`` is true.
     """
     task = make_task(num_relations, seed=seed)
-    model = make_model(num_heads, task, seed=seed, d_model=d_model, readout=readout)
+    model = make_model(num_heads, task, seed=seed, d_model=d_model, readout=readout, readout_width=readout_width)
     result = train_and_evaluate(
         model, task, steps=steps, seed=seed, lr=lr, checkpoints=checkpoints, show_progress=show_progress
     )
-    result.update(num_relations=num_relations, seed=seed, readout=readout)
+    hidden = model.readout[0].out_features if readout == "mlp" else None
+    result.update(num_relations=num_relations, seed=seed, readout=readout, readout_width=hidden)
     if return_model:
         result["model"] = model
     return result
@@ -339,3 +362,102 @@ def check_head_params(num_heads, attention_layer=None, head_dim=None, *, d_model
         else:
             report.wrong("head_dim", f"{float(mine):g} is not it", "d_k = d_model / h")
     return report.done()
+
+
+# --------------------------------------------------------------------------------------------
+# The control: one head with a tuned rate and a wider readout (scripts/make_ch08_control.py)
+# --------------------------------------------------------------------------------------------
+
+#: One head on the headline task, k = 4: every learning rate x readout width x seed, trained once
+#: to :data:`CONTROL_STEPS` and evaluated at every :data:`CONTROL_CHECKPOINTS` on the way.
+CONTROL_HEADS = 1
+CONTROL_RELATIONS = DEFAULT_RELATIONS
+CONTROL_RATES = (0.001, 0.003, 0.01)
+CONTROL_WIDTHS = (128, 512)
+CONTROL_SEEDS = (0, 1, 2)
+CONTROL_STEPS = 6000
+CONTROL_CHECKPOINTS = tuple(s for s in CURVE_STEPS if s <= CONTROL_STEPS)
+#: The weight split: one head, k = 2, MLP readout, the grid's seeds and budget.
+SPLIT_RELATIONS = 2
+SPLIT_SEEDS = GRID_SEEDS["mlp"]
+CONTROL_PATH = DATA_DIR / "head_count_control.json"
+
+
+def control_runs() -> list[tuple[float, int, int]]:
+    """Every ``(lr, readout_width, seed)`` of the control, the chapter's own setting first."""
+    configs = sorted(
+        ((lr, w) for lr in CONTROL_RATES for w in CONTROL_WIDTHS), key=lambda c: c != (LEARNING_RATE, 4 * D_MODEL)
+    )
+    return [(lr, w, s) for lr, w in configs for s in CONTROL_SEEDS]
+
+
+def load_control() -> dict:
+    """The cached control: ``{"runs": [...], "splits": [...], "provenance": ...}`` (read once, then kept)."""
+    if "control" not in _CACHE:
+        if not CONTROL_PATH.exists():
+            raise FileNotFoundError(f"{CONTROL_PATH} is missing: run scripts/make_ch08_control.py")
+        _CACHE["control"] = json.loads(CONTROL_PATH.read_text())
+    return _CACHE["control"]
+
+
+def control_summary(steps: int = STEPS, *, key: str = "accuracy") -> dict:
+    """Over seeds, for every ``(lr, readout_width)`` of the control after ``steps`` steps: the
+    :func:`mha.chapters.task.spread` of ``key`` (``median``, ``min``, ``max``, ``values``, ``solved``).
+    Raises KeyError for a budget the control did not evaluate."""
+    if steps not in CONTROL_CHECKPOINTS:
+        raise KeyError(f"the control was evaluated at {CONTROL_CHECKPOINTS} steps, not {steps!r}")
+    groups: dict = {}
+    for run in load_control()["runs"]:
+        point = next(p for p in run["curve"] if p["steps"] == steps)
+        groups.setdefault((run["lr"], run["readout_width"]), []).append(point[key])
+    return {config: spread(values) for config, values in sorted(groups.items())}
+
+
+def best_control(steps: int = STEPS) -> tuple[tuple[float, int], dict]:
+    """The control's best configuration after ``steps`` steps: the highest median held-out accuracy
+    over seeds (ties: the higher minimum). Returns ``((lr, readout_width), spread)``."""
+    summary = control_summary(steps)
+    config = max(summary, key=lambda c: (summary[c]["median"], summary[c]["min"]))
+    return config, summary[config]
+
+
+def held_out_profile(model, task, max_offset: int) -> torch.Tensor:
+    """Each head's average weight on the key ``o`` places back (o = 0..max_offset), over every
+    held-out sequence and every query that has all those keys, and (last column) the weight left over
+    for the keys further back.
+
+    Shapes:
+        returns (H, max_offset + 2) float64; each row sums to 1.
+    """
+    model.eval()
+    with torch.no_grad():
+        _, weights = model(task.test_x)  # (N, H, T, T)
+    maps = weights.to("cpu", torch.float64).mean(dim=0)  # (H, T, T)
+    profile = offset_profile(maps, max_offset)  # (H, max_offset + 1)
+    return torch.cat([profile, 1 - profile.sum(dim=-1, keepdim=True)], dim=-1)
+
+
+def weight_split(seed: int = 0) -> dict:
+    """The cached weight split of one head on k = 2 (MLP readout, 1,500 steps): ``seed``,
+    ``accuracy`` (held-out), ``profile`` (the weight on the tokens 0, 1, 2 places back and on the rest,
+    as :func:`held_out_profile`). Raises KeyError for a seed the cache does not hold."""
+    for entry in load_control()["splits"]:
+        if entry["seed"] == seed:
+            return entry
+    raise KeyError(f"no cached weight split for seed={seed}; cached: {SPLIT_SEEDS}")
+
+
+def format_control(budgets=(1500, 6000)) -> str:
+    """A text table of the control: one row per (learning rate, readout width), with the whole model's
+    parameters and, per budget, the held-out median [min, max] over seeds and the seeds solved."""
+    summaries = {b: control_summary(b) for b in budgets}
+    params = {(r["lr"], r["readout_width"]): r["params"] for r in load_control()["runs"]}
+    head = f"{'lr':>6s} {'width':>5s} {'params':>7s}" + "".join(f"   {f'{b:,} steps':>25s}" for b in budgets)
+    lines = [head]
+    for config in sorted(summaries[budgets[0]]):
+        cells = ""
+        for b in budgets:
+            s = summaries[b][config]
+            cells += f"   {s['median']:.2f} [{s['min']:.2f}, {s['max']:.2f}] {s['solved']}/{len(s['values'])} solved"
+        lines.append(f"{config[0]:6.3f} {config[1]:5d} {params[config]:7,d}{cells}")
+    return "\n".join(lines)

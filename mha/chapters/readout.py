@@ -104,6 +104,29 @@ def readout_combination(weights, offset: int, *, residual: bool = False) -> torc
     return best / best.abs().max()
 
 
+def reads_on_every_input(beta, offset: int, vocab_size: int = 3) -> bool:
+    """Brute force, independent of the rule: with one-hot value vectors over ``vocab_size`` symbols and
+    the readout whose score for symbol v is ``sum_j beta[j] [x_{t-j} = v]``, does the symbol at ``offset``
+    win strictly on every one of the ``vocab_size ** len(beta)`` inputs?
+
+    Shapes:
+        beta (O,) -> returns a bool (meant for a few offsets and symbols).
+    """
+    beta = torch.as_tensor(beta, dtype=torch.float64)
+    if beta.dim() != 1:
+        raise ValueError(f"beta must be one weight per offset (O,), found shape {tuple(beta.shape)}")
+    if not 0 <= offset < beta.shape[0]:
+        raise ValueError(f"offset must be between 0 and {beta.shape[0] - 1}, found {offset!r}")
+    if read_int("vocab_size", vocab_size)[1] or vocab_size < 2:
+        raise ValueError(f"vocab_size must be a whole number >= 2, found {vocab_size!r}")
+    inputs = torch.tensor(list(itertools.product(range(vocab_size), repeat=beta.shape[0])))  # (N, O)
+    scores = torch.zeros(inputs.shape[0], vocab_size, dtype=torch.float64)  # (N, V)
+    scores.scatter_add_(1, inputs, beta.expand(inputs.shape[0], -1).contiguous())  # (N, V)
+    top2 = scores.topk(2, dim=1)  # (N, 2)
+    right = top2.indices[:, 0] == inputs[:, offset]  # (N,)
+    return bool((right & (top2.values[:, 0] > top2.values[:, 1])).all())
+
+
 def readable_relations(weights, *, residual: bool = False) -> list[int]:
     """The relations (offsets ``o >= 1``) a *linear* readout can read on every input, for positional weights.
 

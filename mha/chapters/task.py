@@ -9,8 +9,8 @@ answers are right. Labels are correct by construction: they are copies of the in
 
 **The model** (:class:`RelationModel`). Token embedding + learned position embedding (width
 ``d_model``), **one** attention layer with a causal mask and a residual connection, then a readout
-(``"mlp"``: a hidden layer of width ``4 d_model``, then ``k x vocab_size`` logits; ``"linear"``:
-one linear layer to the logits). The attention block is pluggable: any module whose forward is
+(``"mlp"``: a hidden layer of width ``4 d_model`` by default, then ``k x vocab_size`` logits;
+``"linear"``: one linear layer to the logits). The attention block is pluggable: any module whose forward is
 ``attention(x, *, mask=mask) -> (out (B, T, D), weights (B, H, T, S))``, like
 :class:`mha.MultiHeadAttention`; the default is :class:`mha.FusedMultiHeadAttention`, the same
 function on the fast path.
@@ -175,7 +175,8 @@ class RelationModel(nn.Module):
         vocab_size, seq_len: of the task (V, T).
         num_relations: K, the number of answers per position.
         d_model: D. num_heads: H (used only when ``attention`` is None).
-        readout: ``"mlp"`` (hidden width 4 D, ReLU) or ``"linear"``.
+        readout: ``"mlp"`` (one hidden layer, ReLU) or ``"linear"``.
+        readout_width: the MLP's hidden units (default 4 D); only for ``readout="mlp"``.
         attention: a module ``attention(x, *, mask=mask) -> (out (B, T, D), weights (B, H, T, S))``
             to use instead of ``mha.FusedMultiHeadAttention(d_model, num_heads)``; ``mask`` is a bool
             (T, T) causal mask, True = may attend.
@@ -193,10 +194,16 @@ class RelationModel(nn.Module):
         num_heads: int = 1,
         readout: str = "mlp",
         attention: nn.Module | None = None,
+        readout_width: int | None = None,
     ):
         super().__init__()
         if readout not in ("linear", "mlp"):
             raise ValueError(f"readout must be 'linear' or 'mlp', found {readout!r}")
+        if readout_width is not None:
+            readout_width = check_positive_int("readout_width", readout_width)
+            if readout == "linear":
+                raise ValueError(f"readout_width ({readout_width}) applies to the MLP readout, found readout='linear'")
+        hidden = 4 * d_model if readout_width is None else readout_width
         self.vocab_size, self.seq_len, self.num_relations = vocab_size, seq_len, num_relations
         self.d_model, self.readout_kind = d_model, readout
         self.token_embedding = nn.Embedding(vocab_size, d_model)
@@ -206,9 +213,7 @@ class RelationModel(nn.Module):
         if readout == "linear":
             self.readout = nn.Linear(d_model, out_features)
         else:
-            self.readout = nn.Sequential(
-                nn.Linear(d_model, 4 * d_model), nn.ReLU(), nn.Linear(4 * d_model, out_features)
-            )
+            self.readout = nn.Sequential(nn.Linear(d_model, hidden), nn.ReLU(), nn.Linear(hidden, out_features))
         self.register_buffer("mask", causal_mask(seq_len), persistent=False)  # (T, T), True = may attend
 
     def forward(self, tokens: torch.Tensor):
@@ -221,20 +226,35 @@ class RelationModel(nn.Module):
 
 
 def make_model(
-    num_heads: int, task: Task, *, seed: int = 0, d_model: int = D_MODEL, readout: str = "mlp", attention=None
+    num_heads: int,
+    task: Task,
+    *,
+    seed: int = 0,
+    d_model: int = D_MODEL,
+    readout: str = "mlp",
+    attention=None,
+    readout_width: int | None = None,
 ) -> RelationModel:
     """A :class:`RelationModel` for ``task`` whose initial weights depend on ``seed`` only.
 
     ``attention`` may be a callable ``attention(d_model, num_heads) -> module`` (built inside the
     seeded block, so its weights are reproducible too) or None for ``mha.FusedMultiHeadAttention``.
     For the default attention, checks that the layer has ``attention_params(d_model, num_heads)``
-    parameters: the same for every ``num_heads`` dividing ``d_model``.
+    parameters: the same for every ``num_heads`` dividing ``d_model``. ``readout_width``: the MLP
+    readout's hidden units (default ``4 d_model``).
     """
     num_heads = check_positive_int("num_heads", num_heads)
     with seeded(seed):
         module = None if attention is None else attention(d_model, num_heads)
         model = RelationModel(
-            task.vocab_size, task.seq_len, task.num_relations, d_model, num_heads, readout=readout, attention=module
+            task.vocab_size,
+            task.seq_len,
+            task.num_relations,
+            d_model,
+            num_heads,
+            readout=readout,
+            attention=module,
+            readout_width=readout_width,
         )
     if attention is None:
         expected = attention_params(d_model, num_heads)
