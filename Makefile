@@ -11,7 +11,7 @@
 #   make notebooks        re-execute every chapter on the CPU and store its outputs (after changing code)
 #   make check-notebooks  prove `make notebooks` would change no text output (writes nothing)
 #   make test-portable    nbval over every chapter as two other CPUs compute (other kernels, 1 and 2 threads)
-#   make caches           retrain and rewrite every cache in mha/data/ (minutes, with progress bars)
+#   make caches           retrain and rewrite every cache in mha/data/ (over an hour, with progress bars)
 #   MHA_DEVICE=cuda make test-gpu   unit tests and nbval with every chapter computing on CUDA
 #   make budget           reading minutes per page and part, then nbval per chapter and the book build, against the budget
 #   make lab              install JupyterLab (requirements-lab.txt), copy the chapters to lab/, open them there
@@ -136,6 +136,7 @@ test-portable: install
 # then the bands of the live checks. Rerun after changing the code that produced them.
 caches: install
 	env -u TQDM_DISABLE $(PY) scripts/make_ch01_cache.py --fresh
+	env -u TQDM_DISABLE $(PY) scripts/make_ch08_control.py --fresh
 	env -u TQDM_DISABLE $(PY) scripts/make_merge_results.py
 	env -u TQDM_DISABLE $(PY) scripts/make_ablation_cache.py
 	env -u TQDM_DISABLE $(PY) scripts/measure_portability.py
