@@ -1,4 +1,4 @@
-"""Train chapter 1's grid of models (relations k x heads h x seeds x readouts) and its learning
+"""Train chapter 1's grid of models (relations r x heads h x seeds x readouts) and its learning
 curves, and cache the results.
 
 Usage: python scripts/make_ch01_cache.py [--fresh] [--only grid|curves] [--readout mlp|linear]
@@ -14,7 +14,7 @@ To use two cores: run ``--only curves --out /tmp/curves.json`` beside ``--only g
 ``--merge /tmp/curves.json`` (adds that file's runs and finishes whatever is missing).
 
 Writes ``mha/data/head_count_grid.json``: the held-out accuracy of every grid run; for the
-chapter's main setting (k = 4, MLP readout), every head's attention map on the first held-out
+chapter's main setting (r = 4, MLP readout), every head's attention map on the first held-out
 sequence, which the chapter's explorer shows; and every curve (training and held-out accuracy at
 each budget). Also writes ``mha/data/relation_model_h2_seed0.pt``,
 the trained weights that ``mha.chapters.head_count.trained_model()`` loads. The chapter re-runs two
@@ -83,7 +83,7 @@ def train_curve(cache: dict, key: tuple) -> None:
 
 
 def report(bar, i: int, total: int, key: tuple, accuracy: float, start: float) -> None:
-    label = f"{key[0]} k={key[1]} h={key[2]} seed={key[3]}" + (f" {key[4]:,} steps" if len(key) == 5 else "")
+    label = f"{key[0]} r={key[1]} h={key[2]} seed={key[3]}" + (f" {key[4]:,} steps" if len(key) == 5 else "")
     if bar is None:
         print(f"[{i}/{total}] {label}: accuracy {accuracy:.4f} ({time.perf_counter() - start:.0f} s)", flush=True)
     else:

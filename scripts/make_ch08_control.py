@@ -1,18 +1,18 @@
-"""Train chapter 8's control, and cache it: one head on k = 4 with other learning rates and a wider readout.
+"""Train chapter 8's control, and cache it: one head on r = 4 with other learning rates and a wider readout.
 
 Usage: python scripts/make_ch08_control.py [--fresh]
 
 The grid of ``scripts/make_ch01_cache.py`` trains every head count at one learning rate (0.003) with one
-readout (an MLP of 128 hidden units). One head hands that readout a single 32-d mixture of k symbols,
+readout (an MLP of 128 hidden units). One head hands that readout a single 32-d mixture of r symbols,
 so its failure could be the readout's or the rate's. The control trains one head on the headline task
-(k = 4) at every learning rate of ``E.CONTROL_RATES`` and readout width of ``E.CONTROL_WIDTHS``, on
+(r = 4) at every learning rate of ``E.CONTROL_RATES`` and readout width of ``E.CONTROL_WIDTHS``, on
 ``E.CONTROL_SEEDS`` (the grid's data, initial weights and batch order), once each to
 ``E.CONTROL_STEPS`` steps, evaluated at every ``E.CONTROL_CHECKPOINTS`` on the way: 18 runs
 (34 min on a busy 2-core machine; each narrow run about 45 s on an idle core, the wide ones
 longer). What the chapter compares and what counts as solved were fixed before the first run
 (``mha.chapters.head_count``'s docstring).
 
-It also measures how one head splits its weight on k = 2 (MLP readout, the grid's seeds and
+It also measures how one head splits its weight on r = 2 (MLP readout, the grid's seeds and
 1,500 steps): the average weight on each offset over every held-out sequence (under 1 min).
 
 Writes ``mha/data/head_count_control.json`` after every run; runs already there are skipped, so an

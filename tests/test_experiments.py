@@ -1,5 +1,7 @@
 """Tests for chapter 1's experiment: the task, the model, reproducibility and the cached grid."""
 
+import re
+
 import pytest
 import torch
 from conftest import skip_or_fail
@@ -267,6 +269,7 @@ def test_curve_summary_and_table():
     assert s["values"] == values and s["min"] == min(values) and s["median"] == sorted(values)[2]
     table = E.format_curves([("mlp", 4, 1), ("mlp", 4, 2)]).splitlines()
     assert len(table) == 1 + 3 + 2  # h = 2 stops at 6,000 steps: no 24,000 row
+    assert table[0].split()[:4] == ["readout", "r", "h", "steps"]  # r relations, as on the notation page
     assert table[3].split()[:4] == ["mlp", "4", "1", "24,000"] and table[-1].split()[:4] == ["mlp", "4", "2", "6,000"]
     with pytest.raises(KeyError, match="no cached curves for num_heads=3"):
         E.cached_curves(3)
@@ -308,6 +311,7 @@ def test_format_grid():
         (1, 2): {"mean": 0.5, "min": 0.4, "max": 0.6, "seeds": 2},
     }
     text = E.format_grid(summary)
+    assert text.splitlines()[0].split() == ["r", "\\", "h", "1", "2"]  # rows: relations r; columns: heads h
     assert text.splitlines()[1].split() == ["1", "1.00", "±", "0.00", "0.50", "±", "0.10"]
     assert E.format_grid(summary, spread=False).splitlines()[1].split() == ["1", "1.00", "0.50"]
 
@@ -397,7 +401,8 @@ def test_accuracy_vs_heads_readouts():
     mlp_only = viz.head_count.plot_accuracy_vs_heads(4, readouts=("mlp",))
     labels = [[t.get_text() for t in fig.axes[0].get_legend().get_texts()] for fig in (both, mlp_only)]
     assert labels == [["MLP readout (3 seeds)", "linear readout (1 seed)"], ["MLP readout (3 seeds)"]]
-    assert "1,500 steps" in mlp_only.axes[0].get_title()  # the budget is named on the figure
+    assert mlp_only.axes[0].get_title() == "Copying r = 4 tokens at once, after 1,500 steps"  # budget named
+    assert mlp_only.axes[0].get_ylabel() == "held-out accuracy (all r answers right)"
     plt.close("all")
     for bad in ((), ("lstm",)):
         with pytest.raises(ValueError, match="readouts must be"):
@@ -561,7 +566,18 @@ def test_curve_figures():
     ):
         assert isinstance(fig, matplotlib.figure.Figure)
         assert all(ax.get_title() and ax.get_xlabel() for ax in fig.axes)
+        # the relation count is r everywhere (k is a key): titles, labels, the grids' heading
+        shown = [fig.get_suptitle()]
+        shown += [text for ax in fig.axes for text in (ax.get_title(), ax.get_xlabel(), ax.get_ylabel())]
+        assert not [text for text in shown if re.search(r"\bk\b", text)], shown
         plt.close(fig)
+    curves = viz.head_count.plot_learning_curves(4)
+    assert curves.axes[0].get_title() == "r = 4 relations, MLP readout"
+    assert curves.axes[0].get_ylabel() == "accuracy (all r answers right)"
+    grids = viz.head_count.plot_grids()
+    assert [ax.get_ylabel() for ax in grids.axes] == ["relations r", "relations r"]
+    assert grids.get_suptitle() == "Held-out accuracy after 1,500 steps (all r answers right)"
+    plt.close("all")
 
 
 # ---------------------------------------------------------------- chapter 8's control and measured spread
@@ -591,7 +607,7 @@ def test_control_is_complete():
 
 
 def test_control_repeats_the_chapters_own_runs():
-    """The control's (lr 0.003, width 128) runs are the grid's and curves' one-head k = 4 runs, retrained: the
+    """The control's (lr 0.003, width 128) runs are the grid's and curves' one-head r = 4 runs, retrained: the
     same to the last digit on a machine with the same kernels, else within the measured band."""
     _control()
     same_kernels = (

@@ -1,14 +1,15 @@
 """Chapter 1's experiment and its deep dive: models that differ only in their number of heads.
 
 The task, the model and the training loop are :mod:`mha.chapters.task`'s: at every position,
-name the tokens ``1, 2, ..., k`` places back, with one causal attention layer of ``h`` heads.
+name the tokens ``1, 2, ..., r`` places back (``r = num_relations``, the number of relations), with one
+causal attention layer of ``h`` heads.
 :func:`head_count_experiment` trains one such model and tests it.
 
 **The comparison.** With ``d_k = d_model / h`` the attention layer has ``4 d_model^2 + 4 d_model``
 parameters whatever ``h`` is, and nothing else in the model depends on ``h``: the models differ only
 in how the same parameters are cut into heads (:func:`mha.chapters.task.make_model` checks it).
 
-**The cached grid.** ``scripts/make_ch01_cache.py`` trains every (k, h, seed, readout) of
+**The cached grid.** ``scripts/make_ch01_cache.py`` trains every (r, h, seed, readout) of
 :func:`grid_runs` for 1,500 steps and stores the results in :data:`CACHE_PATH`; :func:`cached_run`,
 :func:`grid_summary` and :func:`cached_maps` read them.
 
@@ -17,12 +18,12 @@ to their largest budget, on :data:`CURVE_SEEDS`, and records training and held-o
 every budget of :data:`CURVE_STEPS` on the way (:func:`cached_curves`, :func:`curve_summary`).
 **The control** (chapter 8, issue 32). The grid trains every head count at one learning rate
 (0.003) with one readout (128 hidden units). ``scripts/make_ch08_control.py`` trains one head on the
-headline task (k = 4) at every learning rate of :data:`CONTROL_RATES` and every readout width of
+headline task (r = 4) at every learning rate of :data:`CONTROL_RATES` and every readout width of
 :data:`CONTROL_WIDTHS`, on :data:`CONTROL_SEEDS`, to :data:`CONTROL_STEPS` steps (evaluated on the
 way), and stores them in :data:`CONTROL_PATH` (:func:`control_summary`, :func:`best_control`).
 Fixed before any run: a run *solves* at ``SOLVED`` = 0.99; the headline comparison is at 1,500 steps,
 the best one-head configuration (highest median over seeds) against two heads at the chapter's
-settings. The same file holds :func:`weight_split`: one head's average weight on each offset, k = 2.
+settings. The same file holds :func:`weight_split`: one head's average weight on each offset, r = 2.
 
 The figures are in :mod:`mha.viz.head_count`.
 """
@@ -55,7 +56,7 @@ GRID_HEADS = (1, 2, 4, 8)
 GRID_SEEDS = {"mlp": (0, 1, 2), "linear": (0,)}
 
 
-#: Learning curves: ``(readout, k, h) -> largest budget``. Each run trains once to its budget and
+#: Learning curves: ``(readout, r, h) -> largest budget``. Each run trains once to its budget and
 #: is evaluated at every :data:`CURVE_STEPS` on the way. One and two heads get 24,000 steps (the
 #: linear readout 12,000); the models with more heads, ahead from the start, get 6,000 to save compute.
 CURVE_SETTINGS = {
@@ -73,15 +74,15 @@ CURVE_STEPS = (250, 500, 1000, 1500, 3000, 6000, 12_000, 24_000)
 
 def curve_runs() -> list[tuple[str, int, int, int, int]]:
     """Every ``(readout, num_relations, num_heads, seed, steps)`` of the cached learning curves."""
-    return [(r, k, h, s, steps) for (r, k, h), steps in CURVE_SETTINGS.items() for s in CURVE_SEEDS]
+    return [(kind, r, h, s, steps) for (kind, r, h), steps in CURVE_SETTINGS.items() for s in CURVE_SEEDS]
 
 
 def grid_runs() -> list[tuple[str, int, int, int]]:
     """Every ``(readout, num_relations, num_heads, seed)`` of the cached grid, main setting first."""
     runs = []
     for readout, seeds in GRID_SEEDS.items():
-        relations = sorted(GRID_RELATIONS, key=lambda k: k != DEFAULT_RELATIONS)
-        runs += [(readout, k, h, s) for k in relations for h in GRID_HEADS for s in seeds]
+        relations = sorted(GRID_RELATIONS, key=lambda r: r != DEFAULT_RELATIONS)
+        runs += [(readout, r, h, s) for r in relations for h in GRID_HEADS for s in seeds]
     return runs
 
 
@@ -89,7 +90,7 @@ def grid_runs() -> list[tuple[str, int, int, int]]:
 READOUT_NAMES = {"mlp": "MLP", "linear": "linear"}
 
 CACHE_PATH = DATA_DIR / "head_count_grid.json"
-#: The trained weights :func:`trained_model` loads for its default setting (num_heads, seed, k, readout).
+#: The trained weights :func:`trained_model` loads for its default setting (num_heads, seed, r, readout).
 MODEL_PATH = DATA_DIR / "relation_model_h2_seed0.pt"
 CACHED_MODEL = (2, 0, DEFAULT_RELATIONS, "mlp")
 
@@ -108,12 +109,12 @@ def head_count_experiment(
     show_progress: bool = False,
     return_model: bool = False,
 ) -> dict:
-    """Train a one-layer model with ``num_heads`` heads on the copy-at-``k``-offsets task; test it.
+    """Train a one-layer model with ``num_heads`` heads on the copy-at-``r``-offsets task; test it.
 
     The task: sequences of ``SEQ_LEN`` = 12 uniform tokens from a vocabulary of 16; at each position
-    ``t >= k`` the model must name the tokens at ``t - 1, ..., t - k`` at once (``k =
-    num_relations``). ``accuracy`` is the held-out fraction of positions where all ``k`` answers
-    are right (chance: ``16**-k``). The model: token + position embeddings (``d_model`` = 32), one
+    ``t >= r`` the model must name the tokens at ``t - 1, ..., t - r`` at once (``r =
+    num_relations``). ``accuracy`` is the held-out fraction of positions where all ``r`` answers
+    are right (chance: ``16**-r``). The model: token + position embeddings (``d_model`` = 32), one
     causal ``mha.FusedMultiHeadAttention(d_model, num_heads)`` with a residual, and an MLP (default) or
     linear readout; ``d_k = d_model / num_heads``, so the parameter count does not depend on
     ``num_heads``. ``seed`` fixes the data, the initial weights and the minibatch order. ``steps``
@@ -142,7 +143,7 @@ def head_count_experiment(
 def trained_model(num_heads: int = 2, *, seed: int = 0, num_relations: int = DEFAULT_RELATIONS, readout: str = "mlp"):
     """A trained chapter-1 model and a held-out example to look at.
 
-    The default model (2 heads, seed 0, k = 4, MLP readout) is loaded from the package's cache
+    The default model (2 heads, seed 0, r = 4, MLP readout) is loaded from the package's cache
     (:data:`MODEL_PATH`, the weights :func:`head_count_experiment` trained); other settings train
     on the CPU (about 1,500 steps, a few seconds on an idle core).
 
@@ -150,7 +151,7 @@ def trained_model(num_heads: int = 2, *, seed: int = 0, num_relations: int = DEF
         ``(model, tokens, labels)``: the trained :class:`RelationModel` (eval mode, on the CPU),
         ``tokens`` (T,) int64, the first held-out sequence, and ``labels``, T strings such as
         ``"3:f"`` (position 3 holds symbol f). ``model(tokens[None])`` returns logits
-        (1, T, K, V) and weights (1, H, T, T).
+        (1, T, R, V) and weights (1, H, T, T).
     """
     task = make_task(num_relations, seed=seed)
     key = (num_heads, seed, num_relations, readout)
@@ -199,7 +200,7 @@ def cached_run(num_heads: int, *, seed: int = 0, num_relations: int = DEFAULT_RE
 
 
 def grid_summary(readout: str = "mlp") -> dict:
-    """Held-out accuracy over seeds for every (k, h) of the grid.
+    """Held-out accuracy over seeds for every (r, h) of the grid.
 
     Returns:
         dict ``(num_relations, num_heads) -> {"mean", "min", "max", "seeds"}`` (floats, count).
@@ -215,18 +216,18 @@ def grid_summary(readout: str = "mlp") -> dict:
 
 
 def format_grid(summary: dict, *, spread: bool = True) -> str:
-    """A text table: one row per k, one column per h, ``mean ± half the range`` over seeds."""
-    relations = sorted({k for k, _ in summary})
+    """A text table: one row per r (relations), one column per h, ``mean ± half the range`` over seeds."""
+    relations = sorted({r for r, _ in summary})
     heads = sorted({h for _, h in summary})
     width = 13 if spread else 6
-    lines = ["k \\ h " + "".join(f"{h:>{width}}" for h in heads)]
-    for k in relations:
+    lines = ["r \\ h " + "".join(f"{h:>{width}}" for h in heads)]
+    for r in relations:
         cells = []
         for h in heads:
-            s = summary[(k, h)]
+            s = summary[(r, h)]
             half = (s["max"] - s["min"]) / 2
             cells.append(f"{s['mean']:.2f} ± {half:.2f}" if spread else f"{s['mean']:.2f}")
-        lines.append(f"{k:>5} " + "".join(f"{c:>{width}}" for c in cells))
+        lines.append(f"{r:>5} " + "".join(f"{c:>{width}}" for c in cells))
     return "\n".join(lines)
 
 
@@ -261,24 +262,24 @@ def curve_summary(
 
 
 def format_curves(settings, *, budgets=(1500, 6000, 24_000)) -> str:
-    """A text table, one row per setting ``(readout, k, h)`` and budget: held-out median [min, max]
+    """A text table, one row per setting ``(readout, r, h)`` and budget: held-out median [min, max]
     over seeds, seeds solved, and the median training accuracy (budgets past a run's end are left out)."""
     lines = [
-        f"{'readout':7s} {'k':>2s} {'h':>2s} {'steps':>7s}   {'held-out [min, max]':19s}  {'solved':>6s}  {'train':>5s}"
+        f"{'readout':7s} {'r':>2s} {'h':>2s} {'steps':>7s}   {'held-out [min, max]':19s}  {'solved':>6s}  {'train':>5s}"
     ]
-    for readout, k, h in settings:
-        test = curve_summary(h, num_relations=k, readout=readout)
-        train = curve_summary(h, num_relations=k, readout=readout, key="train_accuracy")
+    for readout, r, h in settings:
+        test = curve_summary(h, num_relations=r, readout=readout)
+        train = curve_summary(h, num_relations=r, readout=readout, key="train_accuracy")
         for b in budgets:
             if b in test:
                 t = test[b]
                 cells = f"{t['median']:.2f} [{t['min']:.2f}, {t['max']:.2f}]  {t['solved']:>4d}/{len(t['values'])}"
-                lines.append(f"{readout:7s} {k:2d} {h:2d} {b:7,d}   {cells}  {train[b]['median']:5.2f}")
+                lines.append(f"{readout:7s} {r:2d} {h:2d} {b:7,d}   {cells}  {train[b]['median']:5.2f}")
     return "\n".join(lines)
 
 
 def cached_maps(num_heads: int, seed: int = 0) -> tuple[torch.Tensor, list[str]]:
-    """Every head's cached attention map on the first held-out sequence (k = 4, MLP readout).
+    """Every head's cached attention map on the first held-out sequence (r = 4, MLP readout).
 
     Returns:
         weights (H, T, T) float64 (rounded to 3 decimals) and the T token labels.
@@ -368,7 +369,7 @@ def check_head_params(num_heads, attention_layer=None, head_dim=None, *, d_model
 # The control: one head with a tuned rate and a wider readout (scripts/make_ch08_control.py)
 # --------------------------------------------------------------------------------------------
 
-#: One head on the headline task, k = 4: every learning rate x readout width x seed, trained once
+#: One head on the headline task, r = 4: every learning rate x readout width x seed, trained once
 #: to :data:`CONTROL_STEPS` and evaluated at every :data:`CONTROL_CHECKPOINTS` on the way.
 CONTROL_HEADS = 1
 CONTROL_RELATIONS = DEFAULT_RELATIONS
@@ -377,7 +378,7 @@ CONTROL_WIDTHS = (128, 512)
 CONTROL_SEEDS = (0, 1, 2)
 CONTROL_STEPS = 6000
 CONTROL_CHECKPOINTS = tuple(s for s in CURVE_STEPS if s <= CONTROL_STEPS)
-#: The weight split: one head, k = 2, MLP readout, the grid's seeds and budget.
+#: The weight split: one head, r = 2, MLP readout, the grid's seeds and budget.
 SPLIT_RELATIONS = 2
 SPLIT_SEEDS = GRID_SEEDS["mlp"]
 CONTROL_PATH = DATA_DIR / "head_count_control.json"
@@ -438,7 +439,7 @@ def held_out_profile(model, task, max_offset: int) -> torch.Tensor:
 
 
 def weight_split(seed: int = 0) -> dict:
-    """The cached weight split of one head on k = 2 (MLP readout, 1,500 steps): ``seed``,
+    """The cached weight split of one head on r = 2 (MLP readout, 1,500 steps): ``seed``,
     ``accuracy`` (held-out), ``profile`` (the weight on the tokens 0, 1, 2 places back and on the rest,
     as :func:`held_out_profile`). Raises KeyError for a seed the cache does not hold."""
     for entry in load_control()["splits"]:

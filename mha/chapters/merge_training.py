@@ -46,7 +46,7 @@ NUM_HEADS = 4
 READOUT = "linear"
 #: Budgets (Adam steps) at which every run is evaluated on its way to its largest budget.
 CHECKPOINTS = (250, 500, 1000, 1500, 3000, 6000, 12_000)
-#: The cached sweeps: task (relations k), strategies, seeds, learning rates, largest budget.
+#: The cached sweeps: task (relations r), strategies, seeds, learning rates, largest budget.
 SWEEPS = {
     "main": {"num_relations": 4, "seeds": (0, 1, 2, 3, 4), "lrs": (relation_task.LEARNING_RATE,), "steps": 12_000},
     "lr": {"num_relations": 4, "seeds": (0, 1, 2), "lrs": (1e-3, 1e-2), "steps": 6_000},
@@ -68,8 +68,8 @@ def merge_experiment(
 ) -> dict:
     """Train chapter 1's one-layer model with ``MergedMultiHeadAttention(merge=strategy)``; test it.
 
-    The task is chapter 1's (:func:`mha.chapters.task.make_task`): at each position ``t >= k`` name
-    the tokens at ``t - 1, ..., t - k`` at once (``k = num_relations``; vocabulary 16, 12 tokens).
+    The task is chapter 1's (:func:`mha.chapters.task.make_task`): at each position ``t >= r`` name
+    the tokens at ``t - 1, ..., t - r`` at once (``r = num_relations``; vocabulary 16, 12 tokens).
     Everything but the merge is the same: d_model 32, ``num_heads`` heads, embeddings, residual,
     readout (linear by default), Adam at ``lr`` for ``steps`` steps. The seed fixes the data, the
     batch order and the initial weights; across merges, one seed shares the data, the batch order
@@ -77,7 +77,7 @@ def merge_experiment(
     counts up to ``steps``) adds the run's learning curve.
 
     Returns:
-        dict with ``accuracy`` (held-out, all k answers right), ``relation_accuracy`` (k floats),
+        dict with ``accuracy`` (held-out, all r answers right), ``relation_accuracy`` (r floats),
         ``train_accuracy``, ``params`` (whole model), ``attention_params``, ``merge_params``,
         ``strategy``, ``seed``, ``num_relations``, ``num_heads``, ``readout``, ``steps``, ``lr`` and
         ``curve`` (a list of points, see :func:`mha.chapters.task.snapshot`). Plain numbers:

@@ -15,11 +15,11 @@ negative on the second, and the two differ by ``beta_o - sum_{j != o} |beta_j|``
 that keep the symbols apart (one-hot, say) and the readout ``beta``, the token at offset ``o`` wins on
 every input, so the rule is exact.
 
-**At most h relations.** The combinations of k readable relations, restricted to those k offsets, form
-a strictly diagonally dominant k x k matrix, so they are linearly independent; they are combinations of
-h rows, so k <= h. A residual connection (``residual=True``) hands the readout the token itself: one
+**At most h relations.** The combinations of r readable relations, restricted to those r offsets, form
+a strictly diagonally dominant r x r matrix, so they are linearly independent; they are combinations of
+h rows, so r <= h. A residual connection (``residual=True``) hands the readout the token itself: one
 more row, all its weight on offset 0. It can cancel offset 0's share (a relation may become readable),
-and it changes nothing on the offsets 1, 2, ..., so k <= h still holds.
+and it changes nothing on the offsets 1, 2, ..., so r <= h still holds.
 
 One head without a residual gives the rule of a single softmax: more than half its weight on offset o.
 """

@@ -1,15 +1,15 @@
-"""The synthetic task and the one-layer model shared by chapter 1 (heads) and chapter 5 (merges).
+"""The synthetic task and the one-layer model of chapters 1 and 8 (heads) and chapter 9 (merges).
 
 **The task** (:func:`make_task`). Each example is a sequence of ``seq_len`` tokens drawn uniformly
 from a vocabulary of ``vocab_size`` symbols. At every position ``t`` the model must output, *at the
-same time*, the tokens found at ``k = num_relations`` fixed offsets back: ``x[t - 1], x[t - 2], ...,
-x[t - k]`` (one answer per relation, ``k`` classifiers reading the same vector). A position is scored
-only when all ``k`` answers exist (``t >= k``); a prediction counts as correct only when all ``k``
+same time*, the tokens found at ``r = num_relations`` fixed offsets back: ``x[t - 1], x[t - 2], ...,
+x[t - r]`` (one answer per relation, ``r`` classifiers reading the same vector). A position is scored
+only when all ``r`` answers exist (``t >= r``); a prediction counts as correct only when all ``r``
 answers are right. Labels are correct by construction: they are copies of the input.
 
 **The model** (:class:`RelationModel`). Token embedding + learned position embedding (width
 ``d_model``), **one** attention layer with a causal mask and a residual connection, then a readout
-(``"mlp"``: a hidden layer of width ``4 d_model`` by default, then ``k x vocab_size`` logits;
+(``"mlp"``: a hidden layer of width ``4 d_model`` by default, then ``r x vocab_size`` logits;
 ``"linear"``: one linear layer to the logits). The attention block is pluggable: any module whose forward is
 ``attention(x, *, mask=mask) -> (out (B, T, D), weights (B, H, T, S))``, like
 :class:`mha.MultiHeadAttention`; the default is :class:`mha.FusedMultiHeadAttention`, the same
@@ -91,8 +91,8 @@ def one_thread():
 class Task:
     """A synthetic copy-at-offsets task (see :func:`make_task`).
 
-    Shapes (N examples, T = seq_len, K = len(offsets)):
-        train_x, test_x: (N, T) int64 tokens.  train_y, test_y: (N, T, K) int64, -100 where unscored.
+    Shapes (N examples, T = seq_len, R = len(offsets)):
+        train_x, test_x: (N, T) int64 tokens.  train_y, test_y: (N, T, R) int64, -100 where unscored.
     """
 
     train_x: torch.Tensor
@@ -113,10 +113,10 @@ def relation_targets(x: torch.Tensor, offsets) -> torch.Tensor:
     loss) where some offset reaches before the start of the sequence.
 
     Shapes:
-        x (N, T) int64 -> returns (N, T, K) int64, K = len(offsets).
+        x (N, T) int64 -> returns (N, T, R) int64, R = len(offsets).
     """
     num_seq, seq_len = x.shape
-    y = torch.full((num_seq, seq_len, len(offsets)), -100, dtype=torch.long)  # (N, T, K)
+    y = torch.full((num_seq, seq_len, len(offsets)), -100, dtype=torch.long)  # (N, T, R)
     first = max(offsets)  # the first position where every relation has an answer
     for i, offset in enumerate(offsets):
         y[:, first:, i] = x[:, first - offset : seq_len - offset]  # (N, T - first)
@@ -133,15 +133,15 @@ def make_task(
     offsets=None,
     seed: int = 0,
 ) -> Task:
-    """Draw the train and test sets of the copy-at-``k``-offsets task.
+    """Draw the train and test sets of the copy-at-``r``-offsets task.
 
     Each token is uniform over ``vocab_size`` symbols, independently; the targets at position ``t``
-    are the tokens at ``t - o`` for each offset ``o`` (default offsets ``1, 2, ..., k``). The test
+    are the tokens at ``t - o`` for each offset ``o`` (default offsets ``1, 2, ..., r``). The test
     set is drawn after the train set from the same generator, so the two are independent draws.
 
     Returns:
-        :class:`Task` with train_x (num_train, T), train_y (num_train, T, K), test_x
-        (num_test, T), test_y (num_test, T, K).
+        :class:`Task` with train_x (num_train, T), train_y (num_train, T, R), test_x
+        (num_test, T), test_y (num_test, T, R).
     """
     num_relations = check_positive_int("num_relations", num_relations)
     offsets = tuple(range(1, num_relations + 1)) if offsets is None else tuple(int(o) for o in offsets)
@@ -169,11 +169,11 @@ def make_task(
 
 
 class RelationModel(nn.Module):
-    """Embeddings -> one causal attention layer (+ residual) -> readout to K x V logits.
+    """Embeddings -> one causal attention layer (+ residual) -> readout to R x V logits.
 
     Args:
         vocab_size, seq_len: of the task (V, T).
-        num_relations: K, the number of answers per position.
+        num_relations: R, the number of relations r (answers per position).
         d_model: D. num_heads: H (used only when ``attention`` is None).
         readout: ``"mlp"`` (one hidden layer, ReLU) or ``"linear"``.
         readout_width: the MLP's hidden units (default 4 D); only for ``readout="mlp"``.
@@ -182,7 +182,7 @@ class RelationModel(nn.Module):
             (T, T) causal mask, True = may attend.
 
     Shapes:
-        forward: tokens (B, T) int64 -> logits (B, T, K, V), weights (B, H, T, T).
+        forward: tokens (B, T) int64 -> logits (B, T, R, V), weights (B, H, T, T).
     """
 
     def __init__(
@@ -221,8 +221,8 @@ class RelationModel(nn.Module):
         positions = torch.arange(seq_len, device=tokens.device)
         x = self.token_embedding(tokens) + self.position_embedding(positions)  # (B, T, D)
         attended, weights = self.attention(x, mask=self.mask[:seq_len, :seq_len])  # (B, T, D), (B, H, T, T)
-        logits = self.readout(x + attended)  # (B, T, K*V)
-        return logits.view(batch_size, seq_len, self.num_relations, self.vocab_size), weights  # (B, T, K, V)
+        logits = self.readout(x + attended)  # (B, T, R*V)
+        return logits.view(batch_size, seq_len, self.num_relations, self.vocab_size), weights  # (B, T, R, V)
 
 
 def make_model(
@@ -281,19 +281,19 @@ def _progress(total: int, show: bool):
 
 
 def evaluate(model: RelationModel, x: torch.Tensor, y: torch.Tensor) -> dict:
-    """Accuracy of ``model`` on tokens ``x`` (N, T) with targets ``y`` (N, T, K).
+    """Accuracy of ``model`` on tokens ``x`` (N, T) with targets ``y`` (N, T, R).
 
     Returns:
-        dict: ``accuracy`` (all K answers right, over scored positions), ``relation_accuracy``
-        (list of K per-relation accuracies), ``loss`` (mean cross-entropy).
+        dict: ``accuracy`` (all R answers right, over scored positions), ``relation_accuracy``
+        (list of R per-relation accuracies), ``loss`` (mean cross-entropy).
     """
     was_training = model.training
     model.eval()
     with torch.no_grad():
-        logits, _ = model(x)  # (N, T, K, V)
+        logits, _ = model(x)  # (N, T, R, V)
     model.train(was_training)
     scored = (y >= 0).all(dim=-1)  # (N, T)
-    correct = logits.argmax(dim=-1) == y  # (N, T, K)
+    correct = logits.argmax(dim=-1) == y  # (N, T, R)
     loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100)
     return {
         "accuracy": correct.all(dim=-1)[scored].double().mean().item(),
@@ -335,7 +335,7 @@ def snapshot(model: RelationModel, task: Task, step: int) -> dict:
 
     Returns:
         dict with ``steps``, ``accuracy`` and ``loss`` (held-out), ``relation_accuracy`` (held-out,
-        K floats), ``train_accuracy`` and ``train_loss`` (on the first ``NUM_TEST`` training sequences).
+        R floats), ``train_accuracy`` and ``train_loss`` (on the first ``NUM_TEST`` training sequences).
     """
     test = evaluate(model, task.test_x, task.test_y)
     train = evaluate(model, task.train_x[:NUM_TEST], task.train_y[:NUM_TEST])
@@ -368,7 +368,7 @@ def train_and_evaluate(
     for ``s`` steps (evaluation neither draws random numbers nor changes the weights).
 
     Returns:
-        dict with ``accuracy`` (held-out, all K answers right), ``relation_accuracy`` (K floats),
+        dict with ``accuracy`` (held-out, all R answers right), ``relation_accuracy`` (R floats),
         ``loss`` (held-out), ``train_accuracy``, ``params`` (whole model), ``attention_params``,
         ``num_heads``, ``steps``, ``lr``, ``curve`` (one :func:`snapshot` dict per checkpoint, in
         order), ``example_tokens`` (T,) int64 (the first test sequence), ``example_labels``
@@ -386,7 +386,7 @@ def train_and_evaluate(
         model.train()
         for step in range(1, steps + 1):
             idx = torch.randint(task.train_x.shape[0], (batch_size,), generator=gen)  # (B,)
-            logits, _ = model(task.train_x[idx])  # (B, T, K, V)
+            logits, _ = model(task.train_x[idx])  # (B, T, R, V)
             loss = F.cross_entropy(
                 logits.reshape(-1, task.vocab_size), task.train_y[idx].reshape(-1), ignore_index=-100
             )

@@ -40,7 +40,7 @@ MAPS_LABEL_PT = 8.5
 
 
 def render_head_maps(num_heads: int = 2, seed: int = 0):
-    """Figure: each head's attention map on a held-out sequence (cached, k = 4, MLP readout)."""
+    """Figure: each head's attention map on a held-out sequence (cached, r = 4, MLP readout)."""
     weights, labels = cached_maps(num_heads, seed)
     rows = 1 if num_heads <= 2 else 2
     cols = math.ceil(num_heads / rows)
@@ -117,18 +117,18 @@ def plot_accuracy_vs_heads(num_relations: int = DEFAULT_RELATIONS, *, readouts=t
     ax.set_xticks(list(GRID_HEADS), [str(h) for h in GRID_HEADS])
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("number of heads h (same $d_{\\mathrm{model}}$, same parameters)")
-    ax.set_ylabel("held-out accuracy (all k answers right)")
-    ax.set_title(f"Copying k = {num_relations} tokens at once, after 1,500 steps")
+    ax.set_ylabel("held-out accuracy (all r answers right)")
+    ax.set_title(f"Copying r = {num_relations} tokens at once, after 1,500 steps")
     ax.legend(loc="lower right")
     return ax.figure
 
 
 def plot_grid(readout: str = "mlp", *, ax=None):
-    """Heatmap of mean held-out accuracy after 1,500 steps, rows = relations k, columns = heads h."""
+    """Heatmap of mean held-out accuracy after 1,500 steps, rows = relations r, columns = heads h."""
     summary = grid_summary(readout)
-    relations = sorted({k for k, _ in summary})
+    relations = sorted({r for r, _ in summary})
     heads = sorted({h for _, h in summary})
-    grid = [[summary[(k, h)]["mean"] for h in heads] for k in relations]
+    grid = [[summary[(r, h)]["mean"] for h in heads] for r in relations]
     if ax is None:
         _, ax = plt.subplots(figsize=(5.0, 4.2))
     ax.imshow(grid, cmap="viridis", vmin=0.0, vmax=1.0, aspect="auto")
@@ -137,9 +137,9 @@ def plot_grid(readout: str = "mlp", *, ax=None):
             color = "black" if value > 0.6 else "white"
             ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=12, color=color)
     ax.set_xticks(range(len(heads)), [str(h) for h in heads], fontsize=11)
-    ax.set_yticks(range(len(relations)), [str(k) for k in relations], fontsize=11)
+    ax.set_yticks(range(len(relations)), [str(r) for r in relations], fontsize=11)
     ax.set_xlabel("heads h", fontsize=12)
-    ax.set_ylabel("relations k", fontsize=12)
+    ax.set_ylabel("relations r", fontsize=12)
     seeds = max(s["seeds"] for s in summary.values())
     ax.set_title(f"{READOUT_NAMES[readout]} readout: mean over {seeds} seed{'s' if seeds > 1 else ''}", fontsize=12)
     return ax.figure
@@ -150,17 +150,17 @@ def plot_grids():
     fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.4))
     for ax, readout in zip(axes, ("mlp", "linear")):
         plot_grid(readout, ax=ax)
-    fig.suptitle("Held-out accuracy after 1,500 steps (all k answers right)", fontsize=13)
+    fig.suptitle("Held-out accuracy after 1,500 steps (all r answers right)", fontsize=13)
     fig.tight_layout()
     return fig
 
 
 def plot_learning_curves(num_relations: int = DEFAULT_RELATIONS, *, readout: str = "mlp", heads=None, ax=None):
-    """Held-out accuracy against training steps for every cached number of heads at ``k``: each
-    seed a thin line, the median over seeds a thick one, the median training accuracy dashed (one
-    colour per number of heads). Returns the figure."""
+    """Held-out accuracy against training steps for every cached number of heads at ``r =
+    num_relations``: each seed a thin line, the median over seeds a thick one, the median training
+    accuracy dashed (one colour per number of heads). Returns the figure."""
     if heads is None:
-        heads = [h for (r, k, h) in CURVE_SETTINGS if (r, k) == (readout, num_relations)]
+        heads = [h for (kind, r, h) in CURVE_SETTINGS if (kind, r) == (readout, num_relations)]
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, 4.2))
     for h in heads:
@@ -185,17 +185,17 @@ def plot_learning_curves(num_relations: int = DEFAULT_RELATIONS, *, readout: str
     ax.axvline(1500, color="#999999", lw=1, ls=":")
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("training steps (log scale; dotted: 1,500)", fontsize=11)
-    ax.set_ylabel("accuracy (all k answers right)", fontsize=11)
-    ax.set_title(f"k = {num_relations} relations, {READOUT_NAMES[readout]} readout", fontsize=12)
+    ax.set_ylabel("accuracy (all r answers right)", fontsize=11)
+    ax.set_title(f"r = {num_relations} relations, {READOUT_NAMES[readout]} readout", fontsize=12)
     ax.legend(loc="center right", bbox_to_anchor=(1.0, 0.62), fontsize=10, title="heads")
     return ax.figure
 
 
 def plot_curve_panels(panels=(("mlp", 4), ("mlp", 6))):
-    """Learning curves side by side, one panel per ``(readout, k)``. Returns the figure."""
+    """Learning curves side by side, one panel per ``(readout, r)``. Returns the figure."""
     fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.6), sharey=True, squeeze=False)
-    for ax, (readout, k) in zip(axes[0], panels):
-        plot_learning_curves(k, readout=readout, ax=ax)
+    for ax, (readout, r) in zip(axes[0], panels):
+        plot_learning_curves(r, readout=readout, ax=ax)
     for ax in axes[0][1:]:
         ax.set_ylabel("")
     fig.suptitle("Accuracy against training steps: each seed (thin),\nmedian held-out (thick), median train (dashed)")
