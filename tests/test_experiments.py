@@ -432,6 +432,23 @@ def test_check_split():
     assert "nothing to check" in repr(single_head.check_split(0.8))
 
 
+def test_check_split_honours_the_stated_precision_of_the_distance():
+    assert single_head.DISTANCE_DECIMALS == 2  # the exercise asks "to 2 decimals"
+    for right in (0.6 * 2**0.5, 0.8485, 0.85):  # exact, more digits, rounded to 2 decimals
+        r = single_head.check_split(0.8, distance=right)
+        assert r.ok and "distance: correct" in repr(r), repr(r)
+    r = single_head.check_split(0.8, distance=0.8)  # one decimal fewer
+    assert not r.ok and r.first_error == "distance" and "close: give 2 decimals (found 0.8" in repr(r)
+    assert "subtract the two vectors" not in repr(r) and "hint" not in repr(r) and "0.85" not in repr(r)
+    r = single_head.check_split(0.8, distance=0.84)  # one unit off: rounded too early
+    assert "close" in repr(r) and "only at the end" in repr(r) and "hint" not in repr(r)
+    r = single_head.check_split(0.8, distance=0.5)  # wrong: the method
+    assert r.first_error == "distance" and "subtract the two vectors, square, add, take the root" in repr(r)
+    for bad, words in (("0.85", "found str"), (float("nan"), "finite"), ([0.85, 0.1], "found shape")):
+        r = single_head.check_split(0.8, distance=bad)
+        assert not r.ok and r.first_error == "distance" and words in repr(r), repr(r)
+
+
 def test_check_content_only():
     assert single_head.check_content_only(0.7, [0.7, 0.3], [0.7, 0.3]).ok
     r = single_head.check_content_only(0.7, [0.7, 0.3], [0.3, 0.7])

@@ -209,6 +209,23 @@ def test_check_score_variance():
         assert verdict.first_error == "input" and message in repr(verdict)
 
 
+def test_check_score_variance_honours_2_significant_figures():
+    assert scaling.VARIANCE_SIG_FIGS == 2  # the exercise asks "to 2 significant figures"
+    for answer in (1 / 64, 0.015625, 0.0156, 0.016):  # exact, more figures, rounded to 2 figures
+        verdict = scaling.check_score_variance(answer, 64, "1/d_k")
+        assert verdict.ok, (answer, repr(verdict))
+    verdict = scaling.check_score_variance(0.02, 64, "1/d_k")  # one figure fewer
+    assert not verdict.ok and verdict.first_error == "variance"
+    assert "close: give 2 significant figures (found 0.02" in repr(verdict) and "hint" not in repr(verdict)
+    assert "0.016" not in repr(verdict) and "0.0156" not in repr(verdict)
+    verdict = scaling.check_score_variance(0.017, 64, "1/d_k")  # one unit off
+    assert verdict.first_error == "variance" and "off by one" in repr(verdict) and "hint" not in repr(verdict)
+    verdict = scaling.check_score_variance(0.5, 64, "1/d_k")  # wrong: the method
+    assert "hint: Var(q·k) = d_k" in repr(verdict)
+    assert scaling.check_score_variance(1.0, 64, "1/√d_k").ok and scaling.check_score_variance(1.04, 64, "1/√d_k").ok
+    assert scaling.check_score_variance("0.016").first_error == "input"
+
+
 def test_check_layer_params():
     from mha.encoder import EncoderLayer
 

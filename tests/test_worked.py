@@ -561,3 +561,48 @@ def test_explorer_data():
     assert torch.allclose(none_dog.weights[1, 4], torch.full((5,), 0.2, dtype=torch.float64))  # uniform
     with pytest.raises(ValueError, match=r"dog_type must be one of \['noun', 'verb', 'det', 'none'\], found 'adj'"):
         worked.explorer_example("adj")
+
+
+def test_check_row_honours_2_decimals():
+    ex = mha.worked_example()
+    exact = ex.head_outputs[1, 1].tolist()
+    for answer in (exact, [round(o, 3) for o in exact], [round(o, 2) for o in exact]):
+        assert worked.check_row(2, 2, output=answer).ok, answer
+    assert worked.check_row(2, 2, output=[0.112, 0.831, 0.056, 3.360]).ok  # from the page's rounded weights
+    r = worked.check_row(2, 2, output=[round(o, 1) for o in exact])  # one decimal fewer
+    assert not r.ok and r.first_error == "output" and "give 2 decimals" in repr(r) and "hint" not in repr(r)
+    assert "0.11" not in repr(r) and "3.36" not in repr(r)
+    r = worked.check_row(2, 2, weights=[0.06, 0.41, 0.06, 0.06, 0.41])  # one unit off at 0.416
+    assert r.first_error == "weights" and "off by one" in repr(r) and "hint" not in repr(r)
+    r = worked.check_row(2, 2, output=(ex.weights[1, 1] @ ex.k[1]).tolist())  # wrong: the method
+    assert r.first_error == "output" and "averaged the keys" in repr(r)
+    assert worked.check_row(2, 2, output=[0.11, "x", 0.06, 3.36]).first_error == "input"
+
+
+def test_check_temperature_honours_2_decimals():
+    boundary = worked.temperature_boundary()  # 0.5581
+    for answer in (boundary, 0.558, 0.56):
+        assert worked.check_temperature(answer).ok, answer
+    r = worked.check_temperature(0.6)  # one decimal fewer
+    assert r.first_error == "tau" and "close: give 2 decimals (found 0.6" in repr(r) and "hint" not in repr(r)
+    assert "0.56" not in repr(r) and "0.558" not in repr(r)
+    r = worked.check_temperature(0.57)  # one unit off
+    assert r.first_error == "tau" and "off by one" in repr(r) and "hint" not in repr(r)
+    assert "not 4 / 0.1 = 40" in repr(worked.check_temperature(0.54))  # a slip, told apart at 2 decimals
+    assert "flatter than at the boundary" in repr(worked.check_temperature(0.7))
+    assert worked.check_temperature([0.56]).first_error == "input"
+
+
+def test_check_output_row_honours_2_decimals():
+    ex = mha.worked_example()
+    exact = ex.output[1].tolist()
+    for answer in (exact, [round(o, 3) for o in exact], [round(o, 2) for o in exact]):
+        assert worked.check_output_row(2, answer).ok, answer
+    r = worked.check_output_row(2, [round(o, 1) for o in exact])  # one decimal fewer
+    assert r.first_error == "output" and "give 2 decimals" in repr(r) and "hint" not in repr(r)
+    off = [round(o, 2) for o in exact]
+    off[3] += 0.01
+    r = worked.check_output_row(2, off)  # one unit off in one entry
+    assert r.first_error == "output" and "entries 4 (o4)" in repr(r) and "off by one" in repr(r)
+    assert "multiply it by W^O" in repr(worked.check_output_row(2, ex.concat[1].tolist()))  # wrong: the method
+    assert worked.check_output_row(2, [1.0, 2.0]).first_error == "input"

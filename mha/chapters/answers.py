@@ -8,6 +8,11 @@ traceback in the middle of an exercise teaches nothing.
 
 Two ways to build one: a one-step checker returns :func:`right`, :func:`wrong` or
 :func:`malformed`; a checker of several parts collects them in a :class:`Report`.
+
+A numeric answer is judged at the precision the exercise states ("to 2 decimals"), by one rule
+for every checker: :func:`compare_number`. An answer right to one digit fewer, or one unit off in
+the last digit, is "close" (:func:`close_verdict`, :meth:`Report.close`): the checker says what
+precision to give and does not blame the method.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -111,6 +117,11 @@ class Report:
         self.lines.append(f"  {'':{len(part)}s}  hint: {hint}")
         self.first_error = self.first_error or part
 
+    def close(self, part: str, message: str) -> None:
+        """A part right to fewer digits than asked, or one unit off: no hint about the method."""
+        self.lines.append(f"  {part}: {message}")
+        self.first_error = self.first_error or part
+
     def skipped(self, part: str) -> None:
         self.lines.append(f"  {part}: not given")
 
@@ -156,3 +167,114 @@ def read_int(name: str, value) -> tuple[int | None, str | None]:
 def close(a: torch.Tensor, b, tol: float) -> bool:
     """True when every entry of ``a`` is within ``tol`` of ``b``."""
     return bool(torch.all((a - torch.as_tensor(b, dtype=torch.float64)).abs() <= tol))
+
+
+# --------------------------------------------------------------------------------------------
+# Precision: an exercise states it ("to 2 decimals"), every numeric checker honours it
+# --------------------------------------------------------------------------------------------
+
+
+class Comparison(NamedTuple):
+    """What :func:`compare_number` found: ``status`` is ``"right"``, ``"close"`` or ``"wrong"``;
+    ``message`` is the sentence for the reader (empty for ``"wrong"``: the checker gives its hint)."""
+
+    status: str
+    message: str
+
+    @property
+    def right(self) -> bool:
+        return self.status == "right"
+
+
+def _precision(decimals, sig_figs) -> tuple[str, int]:
+    if (decimals is None) == (sig_figs is None):
+        raise ValueError(
+            f"give exactly one of decimals= and sig_figs=, found decimals={decimals!r}, sig_figs={sig_figs!r}"
+        )
+    name, value, least = ("decimals", decimals, 0) if sig_figs is None else ("sig_figs", sig_figs, 1)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a whole number, found {type(value).__name__} {value!r}")
+    if value < least:
+        raise ValueError(f"{name} must be at least {least}, found {value}")
+    return name, int(value)
+
+
+def _finite(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, found {type(value).__name__} {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, found {value!r}")
+    return float(value)
+
+
+def precision_unit(expected: float, *, decimals: int | None = None, sig_figs: int | None = None) -> float:
+    """One unit in the last asked digit: ``10**-decimals``, or for ``sig_figs`` the unit of the
+    ``sig_figs``-th significant digit of ``expected``."""
+    name, digits = _precision(decimals, sig_figs)
+    expected = _finite("expected", expected)
+    if name == "decimals":
+        return 10.0**-digits
+    if expected == 0:
+        raise ValueError("expected must not be 0 with sig_figs= (0 has no significant figures): use decimals=")
+    return 10.0 ** (math.floor(math.log10(abs(expected))) - digits + 1)
+
+
+def precision_words(*, decimals: int | None = None, sig_figs: int | None = None) -> str:
+    """``"2 decimals"``, ``"1 decimal"``, ``"2 significant figures"``..."""
+    name, digits = _precision(decimals, sig_figs)
+    noun = "decimal" if name == "decimals" else "significant figure"
+    return f"{digits} {noun}{'' if digits == 1 else 's'}"
+
+
+def _within(found: float, expected: float, unit: float, units: float) -> bool:
+    # a hair of slack so that a value on the boundary (…5) is accepted whichever way it was rounded
+    return abs(found - expected) <= units * unit * (1 + 1e-9) + 1e-12 * max(1.0, abs(expected))
+
+
+def _has_digits(found: float, unit: float) -> bool:
+    """``found`` is written with no digit below ``unit`` (e.g. 0.8 for unit 0.1)."""
+    steps = found / unit
+    return abs(steps - round(steps)) <= 1e-6
+
+
+def compare_number(found, expected, *, decimals: int | None = None, sig_figs: int | None = None) -> Comparison:
+    """Whether ``found`` is ``expected`` to the stated precision: the shared rule of the checkers.
+
+    Give exactly one of ``decimals`` (digits after the point) or ``sig_figs`` (significant
+    figures). With ``u`` one unit in the last asked digit:
+
+    - ``"right"``: ``|found - expected| <= u/2``. This accepts the exact value rounded to the
+      precision (either rounding of a value on the boundary, such as 0.125 to 2 decimals) and
+      answers given with more digits that are within half a unit.
+    - ``"close"``: right to one digit fewer than asked (``found`` has no digit below ``10u`` and
+      ``|found - expected| <= 10u/2``), or off by at most one unit in the last asked digit
+      (``|found - expected| <= 1.5u``, what rounding too early gives). The message says which,
+      and never prints the expected value.
+    - ``"wrong"``: anything else; the checker gives its hint about the method.
+
+    Raises:
+        TypeError: ``found``, ``expected``, ``decimals`` or ``sig_figs`` has the wrong type.
+        ValueError: a NaN or infinite number, both or neither precision given, a negative
+            precision, or ``sig_figs`` with ``expected == 0``.
+    """
+    name, digits = _precision(decimals, sig_figs)
+    found, expected = _finite("found", found), _finite("expected", expected)
+    unit = precision_unit(expected, decimals=decimals, sig_figs=sig_figs)
+    words = precision_words(decimals=decimals, sig_figs=sig_figs)
+    if _within(found, expected, unit, 0.5):
+        return Comparison("right", "correct")
+    fewer = name == "decimals" or digits > 1  # one digit fewer still says something
+    if fewer and _has_digits(found, 10 * unit) and _within(found, expected, 10 * unit, 0.5):
+        return Comparison("close", f"close: give {words} (found {found:g}, the answer to {words} is …?)")
+    if _within(found, expected, unit, 1.5):
+        return Comparison(
+            "close",
+            f"close: the last digit is off by one (found {found:g}); keep every digit while you compute "
+            f"and round to {words} only at the end",
+        )
+    return Comparison("wrong", "")
+
+
+def close_verdict(title: str, step: str, message: str) -> Verdict:
+    """The verdict for an answer right to fewer digits than asked, or one unit off: not a wrong method."""
+    return Verdict(ok=False, first_error=step, lines=(title, f"  {step}: {message}"))

@@ -29,7 +29,7 @@ from torch.overrides import TorchFunctionMode
 from ..attention import entropy_bits
 from ..checks import check_positive_int
 from ..counting import attention_params
-from .answers import Verdict, malformed, read_number, right, wrong
+from .answers import Verdict, close_verdict, compare_number, malformed, read_number, right, wrong
 
 #: Head widths of the sweep: 1, 2, 4, ..., 1024.
 DEFAULT_D_KS = tuple(2**i for i in range(11))
@@ -332,11 +332,17 @@ def check_merge_heads(fn) -> Verdict:
     return right(title, "correct: merge_heads(split_heads(x)) == x for every shape tried")
 
 
+#: The precision exercise 2 asks for the variance: 2 significant figures.
+VARIANCE_SIG_FIGS = 2
+
+
 def check_score_variance(answer, d_k: int = 64, scale: str = "1/d_k") -> Verdict:
     """Exercise 2: the variance of ``scale · q·k`` for q, k with independent unit-variance entries.
 
-    The answer is scale² · d_k. Recognises: the unscaled d_k, the scale applied once instead of
-    squared, 1 (the 1/√d_k answer for another scale).
+    The answer is scale² · d_k, to ``VARIANCE_SIG_FIGS`` = 2 significant figures (more digits are
+    fine; one figure fewer, or one unit off in the second, is "close", not a wrong method).
+    Recognises: the unscaled d_k, the scale applied once instead of squared, 1 (the 1/√d_k answer
+    for another scale).
     """
     title = f"Var(q·k) with scale {scale}, d_k = {d_k}"
     value, problem = read_number("answer", answer)
@@ -344,7 +350,8 @@ def check_score_variance(answer, d_k: int = 64, scale: str = "1/d_k") -> Verdict
         return malformed(title, problem)
     factor = scale_value(d_k, scale)
     target = factor**2 * d_k
-    if math.isclose(value, target, rel_tol=0.02):
+    verdict = compare_number(value, target, sig_figs=VARIANCE_SIG_FIGS)
+    if verdict.right:
         return right(title, f"correct: {target:.4g}")
     slips = [
         (d_k, "that is the variance before scaling; a factor c multiplies a variance by c²"),
@@ -353,8 +360,12 @@ def check_score_variance(answer, d_k: int = 64, scale: str = "1/d_k") -> Verdict
         (factor, "Var(q·k) is d_k before scaling, not 1"),
     ]
     for slip, hint in slips:
-        if not math.isclose(slip, target, rel_tol=0.02) and math.isclose(value, slip, rel_tol=0.02):
+        # a slip is named only when it is told apart from the answer at this precision
+        apart = compare_number(slip, target, sig_figs=VARIANCE_SIG_FIGS).status == "wrong"
+        if apart and compare_number(value, slip, sig_figs=VARIANCE_SIG_FIGS).right:
             return wrong(title, "variance", hint)
+    if verdict.status == "close":
+        return close_verdict(title, "variance", verdict.message)
     return wrong(title, "variance", "Var(q·k) = d_k (a sum of d_k products of variance 1); then multiply by scale²")
 
 

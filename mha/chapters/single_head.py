@@ -24,7 +24,7 @@ import math
 import torch
 
 from ..attention import scaled_dot_product_attention
-from .answers import Report, Verdict, close, read_numbers
+from .answers import Report, Verdict, close, compare_number, read_numbers
 
 #: The two sentences compared: the same words, the roles swapped.
 SENTENCE = ("cat", "chases", "mouse")
@@ -199,6 +199,10 @@ def _check_output(report, part, value, expected, slips) -> None:
     report.wrong(part, f"{mine.tolist()} is not it", "the output is sum_j a_j v_j: weight times value vector, added up")
 
 
+#: The precision exercise 1 asks for the distance: 2 decimals.
+DISTANCE_DECIMALS = 2
+
+
 def check_split(split, output=None, output_swapped=None, distance=None) -> Verdict:
     """Check exercise 1: the verb's output in both sentences, and their distance, for a split.
 
@@ -206,7 +210,8 @@ def check_split(split, output=None, output_swapped=None, distance=None) -> Verdi
         split: the weight on the first word, a number in [0, 1].
         output: the verb's output (2 numbers: "cat" and "mouse" features) in "cat chases mouse".
         output_swapped: the same in "mouse chases cat".
-        distance: the Euclidean distance between the two.
+        distance: the Euclidean distance between the two, to ``DISTANCE_DECIMALS`` = 2 decimals
+            (more digits are fine; one decimal fewer, or one unit off, is "close").
 
     Returns:
         :class:`mha.chapters.answers.Verdict` (prints as a report). Malformed input gives a
@@ -236,26 +241,32 @@ def check_split(split, output=None, output_swapped=None, distance=None) -> Verdi
         gap = abs(2 * s - 1)
         if problem:
             report.wrong("distance", problem, "give one number")
-        elif close(d, r["distance"], 1e-3):
+            return report.done()
+        d, target = float(d), float(r["distance"])
+        verdict = compare_number(d, target, decimals=DISTANCE_DECIMALS)
+        slips = (
+            (gap, "that is the gap in one feature; both features differ by it: sqrt(2) times"),
+            (2 * gap, "that sums the absolute gaps (L1); Euclidean: the root of the sum of squares"),
+            (2 * gap**2, "that is the squared distance: take its square root"),
+        )
+        # a slip is named only when it is told apart from the answer at this precision
+        slip = next(
+            (
+                hint
+                for value, hint in slips
+                if gap > 0
+                and compare_number(d, value, decimals=DISTANCE_DECIMALS).right
+                and compare_number(value, target, decimals=DISTANCE_DECIMALS).status == "wrong"
+            ),
+            None,
+        )
+        if verdict.right:
             report.right("distance")
-        elif gap > 0 and close(d, gap, 1e-3):
-            report.wrong(
-                "distance",
-                f"{float(d):.4f} is not it",
-                "that is the gap in one feature; both features differ by it: sqrt(2) times",
-            )
-        elif gap > 0 and close(d, 2 * gap, 1e-3):
-            report.wrong(
-                "distance",
-                f"{float(d):.4f} is not it",
-                "that sums the absolute gaps (L1); Euclidean: the root of the sum of squares",
-            )
-        elif gap > 0 and close(d, 2 * gap**2, 1e-3):
-            report.wrong("distance", f"{float(d):.4f} is not it", "that is the squared distance: take its square root")
+        elif slip is None and verdict.status == "close":
+            report.close("distance", verdict.message)
         else:
-            report.wrong(
-                "distance", f"{float(d):.4f} is not it", "subtract the two vectors, square, add, take the root"
-            )
+            hint = slip or "subtract the two vectors, square, add, take the root"
+            report.wrong("distance", f"{d:g} is not it", hint)
     return report.done()
 
 

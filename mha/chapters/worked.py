@@ -27,7 +27,7 @@ import torch
 
 from ..attention import masked_softmax, merge_heads
 from ..modules import MultiHeadAttention, SingleHeadAttention
-from .answers import Verdict, malformed, read_number, read_row, right, wrong
+from .answers import Verdict, close_verdict, compare_number, malformed, read_number, read_row, right, wrong
 
 TOKENS = ["the", "cat", "saw", "the", "dog"]
 FEATURES = ["det", "noun", "verb", "p1", "p2", "p3", "p4", "p5"]
@@ -262,6 +262,26 @@ def _close(a: torch.Tensor, b: torch.Tensor, tol: float) -> bool:
     return bool(torch.all((a - b).abs() <= tol))
 
 
+#: The precision the exercises ask for: hand-computed rows and τ to 2 decimals.
+DECIMALS = 2
+
+
+def _compare_row(mine, expected, labels, decimals: int) -> tuple[str, str]:
+    """``("right" | "close" | "wrong", message)`` for a row, entry by entry, at ``decimals``.
+
+    "close" when no entry is wrong and some are close (one decimal fewer, or one unit off):
+    the message names those entries and says what to do, without the expected numbers.
+    """
+    found = [compare_number(float(mine[j]), float(expected[j]), decimals=decimals) for j in range(len(expected))]
+    if all(c.right for c in found):
+        return "right", "correct"
+    if any(c.status == "wrong" for c in found):
+        return "wrong", ""
+    near = [j for j, c in enumerate(found) if c.status == "close"]
+    where = ", ".join(f"{j + 1} ({labels[j]})" for j in near)
+    return "close", f"close at entries {where}: {found[near[0]].message.removeprefix('close: ')}"
+
+
 def _wrong_entries(mine, expected, labels, tol) -> str:
     wrong = [f"{j + 1} ({labels[j]})" for j in range(len(expected)) if abs(float(mine[j] - expected[j])) > tol]
     return ", ".join(wrong)
@@ -316,7 +336,7 @@ def check_row(
     weights=None,
     output=None,
     example: WorkedExample | None = None,
-    tol: float = 0.01,
+    decimals: int = DECIMALS,
 ) -> Verdict:
     """Check one row of one head computed by hand, and say which step went wrong first.
 
@@ -327,7 +347,9 @@ def check_row(
         weights: your 5 softmax weights a_tj, or None to skip.
         output: your head output o_t for this token (d_k = 4 numbers), or None to skip.
         example: the example to check against (default: the chapter's canonical one).
-        tol: largest accepted absolute difference (answers with 3 decimals pass).
+        decimals: the precision asked, 2 decimals as on the page: an entry is right when it
+            rounds to the exact value's 2 decimals (more digits within half a unit pass); one
+            decimal fewer, or one unit off in the last, is "close" (no hint about the method).
 
     Returns:
         :class:`~mha.chapters.answers.Verdict` (prints as a report; ``.ok`` and
@@ -348,6 +370,7 @@ def check_row(
         return malformed(title, "give at least one of scores=, weights=, output= to check")
     h, r = int(head) - 1, int(row) - 1
     n = len(ex.tokens)
+    tol = 10.0**-decimals  # how near a slip must be to be recognised
     mine = {}
     for name, values, length in (("scores", scores, n), ("weights", weights, n), ("output", output, ex.head_dim)):
         mine[name], problem = (None, None) if values is None else read_row(name, values, length)
@@ -365,8 +388,13 @@ def check_row(
         if mine is None:
             lines.append(f"  {name:8s} not given")
             continue
-        if _close(mine, expected, tol):
+        status, message = _compare_row(mine, expected, labels, decimals)
+        if status == "right":
             lines.append(f"  {name:8s} correct")
+            continue
+        if status == "close":
+            lines.append(f"  {name:8s} {message}")
+            first_error = first_error or name
             continue
         if name == "scores":
             hint = _diagnose_scores(mine, ex, h, r, tol)
@@ -374,7 +402,7 @@ def check_row(
             hint = _diagnose_weights(mine, ex, h, r, tol, my_scores)
         else:
             hint = _diagnose_output(mine, ex, h, r, tol, my_weights)
-        lines.append(f"  {name:8s} wrong at entries {_wrong_entries(mine, expected, labels, tol)}")
+        lines.append(f"  {name:8s} wrong at entries {_wrong_entries(mine, expected, labels, tol / 2)}")
         lines.append(f"  {'':8s} hint: {hint}")
         first_error = first_error or name
     lines.append("all steps given are correct" if first_error is None else f"first step to fix: {first_error}")
@@ -397,18 +425,21 @@ def temperature_boundary(share: float = 0.9, example: WorkedExample | None = Non
     return gap / math.log(len(rest) * share / (1 - share))
 
 
-def check_temperature(tau, *, tol: float = 0.005) -> Verdict:
+def check_temperature(tau, *, decimals: int = DECIMALS) -> Verdict:
     """Exercise 2: the temperature τ below which head 1 puts more than 0.9 of a row on one token.
 
-    Recognises the usual slips: one other token instead of four, the raw score 4 instead of the
-    scaled 2, dividing by d_k, the equation inverted, and the algebra of e/(e + 4) > 0.9.
+    Asked to 2 decimals: more digits within half a unit pass; one decimal fewer, or one unit off
+    in the last, is "close". Recognises the usual slips: one other token instead of four, the raw
+    score 4 instead of the scaled 2, dividing by d_k, the equation inverted, and the algebra of
+    e/(e + 4) > 0.9.
     """
     title = "temperature boundary"
     value, problem = read_number("tau", tau)
     if problem:
         return malformed(title, problem)
     target = temperature_boundary()
-    if abs(value - target) <= tol:
+    verdict = compare_number(value, target, decimals=decimals)
+    if verdict.right:
         return right(title, f"correct: below τ = {value:g} head 1 puts more than 0.9 on its chosen token")
     slips = [
         (2 / math.log(9), "only one other token? Row 2 of head 1 has four others, each with e^0 = 1 in the sum"),
@@ -419,8 +450,12 @@ def check_temperature(tau, *, tol: float = 0.005) -> Verdict:
         (2 / math.log(40), "e/(e + 4) > 0.9 means 0.1·e > 0.9·4 = 3.6, so e > 36 (not 4 / 0.1 = 40)"),
     ]
     for slip, hint in slips:
-        if abs(value - slip) <= tol:
+        # a slip is named only when it is told apart from the answer at this precision
+        apart = compare_number(slip, target, decimals=decimals).status == "wrong"
+        if apart and compare_number(value, slip, decimals=decimals).right:
             return wrong(title, "tau", hint)
+    if verdict.status == "close":
+        return close_verdict(title, "tau", verdict.message)
     side = "sharper" if value < target else "flatter"
     return wrong(
         title,
@@ -430,8 +465,11 @@ def check_temperature(tau, *, tol: float = 0.005) -> Verdict:
     )
 
 
-def check_output_row(row: int, output, *, example: WorkedExample | None = None, tol: float = 0.01) -> Verdict:
-    """Exercise 4: token ``row``'s final output, the concatenated heads times W_O (8 numbers)."""
+def check_output_row(row: int, output, *, example: WorkedExample | None = None, decimals: int = DECIMALS) -> Verdict:
+    """Exercise 4: token ``row``'s final output, the concatenated heads times W_O (8 numbers).
+
+    Asked to 2 decimals, entry by entry, with the rule of :func:`check_row`.
+    """
     ex = _example(example)
     title = f"output row {row}"
     if isinstance(row, bool) or not isinstance(row, numbers.Integral) or not 1 <= row <= len(ex.tokens):
@@ -442,8 +480,13 @@ def check_output_row(row: int, output, *, example: WorkedExample | None = None, 
     t = int(row) - 1
     title = f"output row {row} ({ex.tokens[t]})"
     h1, h2 = ex.head_outputs[0, t], ex.head_outputs[1, t]  # (Dh,) each
-    if _close(mine, ex.output[t], tol):
+    labels = [f"o{c + 1}" for c in range(ex.d_model)]
+    status, message = _compare_row(mine, ex.output[t], labels, decimals)
+    if status == "right":
         return right(title)
+    if status == "close":
+        return close_verdict(title, "output", message)
+    tol = 10.0**-decimals  # how near a slip must be to be recognised
     slips = [
         (ex.concat[t], "this is the concatenation [head 1, head 2]; multiply it by W^O"),
         (torch.cat([h1 - h2, h1 + h2]), "the halves are swapped: the first four outputs are head 1 + head 2"),
@@ -453,11 +496,10 @@ def check_output_row(row: int, output, *, example: WorkedExample | None = None, 
     for slip, hint in slips:
         if _close(mine, slip, tol):
             return wrong(title, "output", hint)
-    labels = [f"o{c + 1}" for c in range(ex.d_model)]
     return wrong(
         title,
         "output",
-        f"entries {_wrong_entries(mine, ex.output[t], labels, tol)} are off: output feature c is "
+        f"entries {_wrong_entries(mine, ex.output[t], labels, tol / 2)} are off: output feature c is "
         "sum over r of concat[t, r] · W^O[r, c]",
     )
 
