@@ -28,6 +28,14 @@ import torch
 from ..attention import masked_softmax, merge_heads
 from ..modules import MultiHeadAttention, SingleHeadAttention
 from .answers import Verdict, close_verdict, compare_number, malformed, read_number, read_row, right, wrong
+from .worked_diagnosis import (
+    compare_row,
+    diagnose_output,
+    diagnose_scores,
+    diagnose_weights,
+    rows_close,
+    wrong_entries,
+)
 
 TOKENS = ["the", "cat", "saw", "the", "dog"]
 FEATURES = ["det", "noun", "verb", "p1", "p2", "p3", "p4", "p5"]
@@ -258,74 +266,8 @@ def _example(example) -> WorkedExample:
     return ex
 
 
-def _close(a: torch.Tensor, b: torch.Tensor, tol: float) -> bool:
-    return bool(torch.all((a - b).abs() <= tol))
-
-
 #: The precision the exercises ask for: hand-computed rows and τ to 2 decimals.
 DECIMALS = 2
-
-
-def _compare_row(mine, expected, labels, decimals: int) -> tuple[str, str]:
-    """``("right" | "close" | "wrong", message)`` for a row, entry by entry, at ``decimals``.
-
-    "close" when no entry is wrong and some are close (one decimal fewer, or one unit off):
-    the message names those entries and says what to do, without the expected numbers.
-    """
-    found = [compare_number(float(mine[j]), float(expected[j]), decimals=decimals) for j in range(len(expected))]
-    if all(c.right for c in found):
-        return "right", "correct"
-    if any(c.status == "wrong" for c in found):
-        return "wrong", ""
-    near = [j for j, c in enumerate(found) if c.status == "close"]
-    where = ", ".join(f"{j + 1} ({labels[j]})" for j in near)
-    return "close", f"close at entries {where}: {found[near[0]].message.removeprefix('close: ')}"
-
-
-def _wrong_entries(mine, expected, labels, tol) -> str:
-    wrong = [f"{j + 1} ({labels[j]})" for j in range(len(expected)) if abs(float(mine[j] - expected[j])) > tol]
-    return ", ".join(wrong)
-
-
-def _diagnose_scores(mine, ex, h, r, tol) -> str:
-    if _close(mine, ex.scaled_scores[h, r], tol):
-        return "these are the *scaled* scores; the raw scores come before dividing by √d_k"
-    if _close(mine, ex.scores[h, :, r], tol):
-        return f"this is column {r + 1} (every query against key {r + 1}); a row is query {r + 1} against every key"
-    if _close(mine, ex.scores[1 - h, r], tol):
-        return f"these are head {2 - h}'s scores: use head {h + 1}'s Q and K"
-    return f"recompute q_{r + 1} · k_j with head {h + 1}'s Q and K for the entries marked"
-
-
-def _diagnose_weights(mine, ex, h, r, tol, my_scores) -> str:
-    total = float(mine.sum())
-    if abs(total - 1.0) > tol:
-        return f"a row of weights must sum to 1, yours sums to {total:.3f}: divide each exp by the sum of all five"
-    scores = ex.scores[h, r]
-    scale = math.sqrt(ex.head_dim) * ex.temperature
-    if my_scores is not None and not _close(my_scores, scores, tol):
-        if _close(mine, torch.softmax(my_scores / scale, dim=-1), tol):
-            return "your softmax is right, but it starts from your wrong scores: fix the scores first"
-    if _close(mine, torch.softmax(scores, dim=-1), tol):
-        return "softmax of the raw scores: divide them by √d_k = 2 first"
-    if ex.temperature != 1.0 and _close(mine, torch.softmax(scores / math.sqrt(ex.head_dim), dim=-1), tol):
-        return f"you left out the temperature: divide the scaled scores by {ex.temperature:g} as well"
-    if _close(mine, torch.softmax(scores / (ex.head_dim * ex.temperature), dim=-1), tol):
-        return "you divided the scores by d_k = 4; the scale is √d_k = 2"
-    return "take exp of each scaled score, then divide by the row's sum of exps"
-
-
-def _diagnose_output(mine, ex, h, r, tol, my_weights) -> str:
-    if my_weights is not None and not _close(my_weights, ex.weights[h, r], tol):
-        if _close(mine, my_weights @ ex.v[h], 2 * tol):
-            return "your weighted sum is right, but it uses your wrong weights: fix the weights first"
-    if _close(mine, ex.weights[h, :, r] @ ex.v[h], tol):
-        return f"you used column {r + 1} of the weights; the output of token {r + 1} uses row {r + 1}"
-    if _close(mine, ex.weights[h, r] @ ex.k[h], tol):
-        return "you averaged the keys K; the output is a weighted sum of the values V"
-    if _close(mine, ex.weights[h, r] @ ex.x[:, : ex.head_dim], tol):
-        return "you averaged (part of) X; the output is a weighted sum of the values V = X W_V"
-    return "sum over the five tokens: weight_j times row j of V"
 
 
 def check_row(
@@ -388,7 +330,7 @@ def check_row(
         if mine is None:
             lines.append(f"  {name:8s} not given")
             continue
-        status, message = _compare_row(mine, expected, labels, decimals)
+        status, message = compare_row(mine, expected, labels, decimals)
         if status == "right":
             lines.append(f"  {name:8s} correct")
             continue
@@ -397,12 +339,12 @@ def check_row(
             first_error = first_error or name
             continue
         if name == "scores":
-            hint = _diagnose_scores(mine, ex, h, r, tol)
+            hint = diagnose_scores(mine, ex, h, r, tol)
         elif name == "weights":
-            hint = _diagnose_weights(mine, ex, h, r, tol, my_scores)
+            hint = diagnose_weights(mine, ex, h, r, tol, my_scores)
         else:
-            hint = _diagnose_output(mine, ex, h, r, tol, my_weights)
-        lines.append(f"  {name:8s} wrong at entries {_wrong_entries(mine, expected, labels, tol / 2)}")
+            hint = diagnose_output(mine, ex, h, r, tol, my_weights)
+        lines.append(f"  {name:8s} wrong at entries {wrong_entries(mine, expected, labels, tol / 2)}")
         lines.append(f"  {'':8s} hint: {hint}")
         first_error = first_error or name
     lines.append("all steps given are correct" if first_error is None else f"first step to fix: {first_error}")
@@ -481,7 +423,7 @@ def check_output_row(row: int, output, *, example: WorkedExample | None = None, 
     title = f"output row {row} ({ex.tokens[t]})"
     h1, h2 = ex.head_outputs[0, t], ex.head_outputs[1, t]  # (Dh,) each
     labels = [f"o{c + 1}" for c in range(ex.d_model)]
-    status, message = _compare_row(mine, ex.output[t], labels, decimals)
+    status, message = compare_row(mine, ex.output[t], labels, decimals)
     if status == "right":
         return right(title)
     if status == "close":
@@ -494,12 +436,12 @@ def check_output_row(row: int, output, *, example: WorkedExample | None = None, 
         (torch.cat([h1 + h2, h1 + h2]), "the last four columns of W^O hold I above -I: head 1 minus head 2"),
     ]
     for slip, hint in slips:
-        if _close(mine, slip, tol):
+        if rows_close(mine, slip, tol):
             return wrong(title, "output", hint)
     return wrong(
         title,
         "output",
-        f"entries {_wrong_entries(mine, ex.output[t], labels, tol / 2)} are off: output feature c is "
+        f"entries {wrong_entries(mine, ex.output[t], labels, tol / 2)} are off: output feature c is "
         "sum over r of concat[t, r] · W^O[r, c]",
     )
 
