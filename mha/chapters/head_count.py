@@ -174,13 +174,18 @@ def trained_model(num_heads: int = 2, *, seed: int = 0, num_relations: int = DEF
 _CACHE: dict = {}
 
 
+def _load_cache(key: str, path, script: str) -> dict:
+    """The JSON cache at ``path`` (read once, then kept under ``key``); ``script`` writes it."""
+    if key not in _CACHE:
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: run {script}")
+        _CACHE[key] = json.loads(path.read_text())
+    return _CACHE[key]
+
+
 def load_grid() -> dict:
     """The cached grid: ``{"config": ..., "runs": [...], "maps": [...]}`` (read once, then kept)."""
-    if "grid" not in _CACHE:
-        if not CACHE_PATH.exists():
-            raise FileNotFoundError(f"{CACHE_PATH} is missing: run scripts/make_ch01_cache.py")
-        _CACHE["grid"] = json.loads(CACHE_PATH.read_text())
-    return _CACHE["grid"]
+    return _load_cache("grid", CACHE_PATH, "scripts/make_ch01_cache.py")
 
 
 def cached_run(num_heads: int, *, seed: int = 0, num_relations: int = DEFAULT_RELATIONS, readout: str = "mlp") -> dict:
@@ -394,11 +399,7 @@ def control_runs() -> list[tuple[float, int, int]]:
 
 def load_control() -> dict:
     """The cached control: ``{"runs": [...], "splits": [...], "provenance": ...}`` (read once, then kept)."""
-    if "control" not in _CACHE:
-        if not CONTROL_PATH.exists():
-            raise FileNotFoundError(f"{CONTROL_PATH} is missing: run scripts/make_ch08_control.py")
-        _CACHE["control"] = json.loads(CONTROL_PATH.read_text())
-    return _CACHE["control"]
+    return _load_cache("control", CONTROL_PATH, "scripts/make_ch08_control.py")
 
 
 def control_summary(steps: int = STEPS, *, key: str = "accuracy") -> dict:
