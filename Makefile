@@ -116,7 +116,7 @@ test: lint unit nbval book book-zh browser
 format: install
 	$(VENV)/bin/ruff check --fix --exclude '*.ipynb' .
 	$(VENV)/bin/ruff format --exclude '*.ipynb' .
-	for f in $(CHAPTERS); do PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/jupytext --pipe "ruff format --stdin-filename cell.py -" $$f || exit 1; done
+	for f in $(CHAPTERS); do PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/jupytext --pipe "ruff format --stdin-filename chapters/cell.py -" $$f || exit 1; done
 	@echo "Chapters reformatted: run \`make notebooks\` to store their outputs."
 
 # Other CPUs, emulated: PyTorch's, MKL's and oneDNN's kernels forced to other instruction sets, with

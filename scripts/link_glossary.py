@@ -186,6 +186,44 @@ def link_chapter(text: str, terms: list[str]) -> tuple[str, list[str]]:
     return "\n".join(lines) + ("\n" if text.endswith("\n") else ""), done
 
 
+def is_definition(line: str, start: int) -> bool:
+    """True when the use at ``start`` is written as a definition: inside a bold span (``**...**``)."""
+    return line[:start].count("**") % 2 == 1 and "**" in line[start:]
+
+
+def reading_order() -> list[Path]:
+    """The chapters' sources (``chapters/NAME.md``), course then deep dives, in ``_toc.yml``'s order."""
+    import yaml
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    pages = [entry["file"] for part in toc["parts"] if part.get("numbered") for entry in part["chapters"]]
+    return [ROOT / "chapters" / (Path(page).name + ".md") for page in pages]
+
+
+def used_before_defined(texts: list[tuple[str, str]], terms: list[str]) -> list[str]:
+    """Glossary terms whose first use in reading order is not their definition, one sentence each.
+
+    ``texts`` are ``(page name, Markdown)`` in reading order. A term's first use in the course (the
+    first page that uses it, its first use there) must be a bold definition (:func:`is_definition`);
+    later uses need none. The intro is not in ``texts``: it names what the course will teach.
+    """
+    problems, seen = [], set()
+    for name, text in texts:
+        lines = linkable(text)
+        source = text.splitlines()
+        for term in terms:
+            if term in seen:
+                continue
+            hit = find_first(lines, term, terms)
+            if hit is None:
+                continue
+            seen.add(term)
+            i, start, _end, _linked = hit
+            if not is_definition(source[i], start):
+                problems.append(f"{name}, line {i + 1}: first use of {term!r} in the course, not defined there")
+    return problems
+
+
 def unlinked_first_uses(text: str, terms: list[str]) -> list[str]:
     """Terms whose first use in the chapter's prose is not a link."""
     lines = linkable(text)

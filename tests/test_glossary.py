@@ -50,3 +50,25 @@ def test_detector_on_small_examples():
     assert G.unlinked_first_uses(linked, terms) == [] and sorted(done) == sorted(terms)
     code = "```{code-cell} ipython3\nattention = 1\n```\n\nNo term here.\n"
     assert G.unlinked_first_uses(code, terms) == []
+
+
+def test_every_term_is_defined_before_it_is_used():
+    """Issue 33: in reading order (chapters 1-11), a glossary term's first use is its definition, the
+    term in bold with its glossary link (`**{term}`query <query, key, value>`** is ...`)."""
+    texts = [(p.stem, p.read_text(encoding="utf-8")) for p in G.reading_order()]
+    assert [name[:2] for name, _ in texts] == [f"{n:02d}" for n in range(1, 12)]
+    problems = G.used_before_defined(texts, TERMS)
+    assert not problems, "define each term where the course first uses it:\n  " + "\n  ".join(problems)
+
+
+def test_defined_before_use_detector():
+    terms = ["attention", "mask", "causal mask"]
+    first = "A **{term}`mask`** hides keys. Attention is everywhere.\n"
+    second = "Now **{term}`attention`** is defined, after its use, and a {term}`causal mask` too.\n"
+    problems = G.used_before_defined([("01_a", first), ("02_b", second)], terms)
+    assert problems == [
+        "01_a, line 1: first use of 'attention' in the course, not defined there",
+        "02_b, line 1: first use of 'causal mask' in the course, not defined there",
+    ]
+    fixed = "**{term}`Attention`** weighs values; a **{term}`causal mask <causal mask>`** hides the future.\n"
+    assert G.used_before_defined([("01_a", fixed + first), ("02_b", second)], terms) == []

@@ -224,9 +224,9 @@ def test_every_page_is_in_the_toc_in_its_part():
     core = [Path(p).name for p in parts["The course"]]
     # the core path in the order the course promises: why one head, the math, the worked example,
     # build it yourself, the costs, merging the heads, where next
-    assert core[:4] == ["01_single_head_limits", "02_multi_head_math", "03_worked_example", "build_it_yourself"]
-    assert core[4:] == ["04_parameter_analysis", "05_merging_heads", "where_next"], core
-    assert [Path(p).name for p in parts["Reference"]] == ["how_to_use", "notation", "glossary", "references"]
+    assert core[:4] == ["01_single_head_limits", "02_multi_head_math", "03_worked_example", "04_build_it_yourself"]
+    assert core[4:] == ["05_parameter_analysis", "06_merging_heads", "07_where_next"], core
+    assert [Path(p).name for p in parts["Reference"]] == ["for_teachers", "notation", "glossary", "references"]
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
     numbered = {part["caption"]: part.get("numbered", False) for part in toc["parts"]}
     assert numbered == {"The course": True, "Deep dives": True, "Reference": False}, numbered
@@ -255,15 +255,15 @@ LITERAL_ASSERT_CHAPTERS = [
     "01_single_head_limits",
     "02_multi_head_math",
     "03_worked_example",
-    "04_parameter_analysis",
-    "05_merging_heads",
-    "06_making_it_fast",
-    "07_pretrained_heads",
+    "05_parameter_analysis",
+    "06_merging_heads",
+    "10_making_it_fast",
+    "11_pretrained_heads",
     "08_head_count_experiments",
     "09_merging_experiments",
-    "build_it_yourself",
-    "where_next",
-    "how_to_use",
+    "04_build_it_yourself",
+    "07_where_next",
+    "for_teachers",
 ]
 #: Calls that give a constant when every argument is one: builtins and everything in ``math``.
 CONSTANT_FUNCTIONS = {"abs", "round", "len", "int", "float", "str", "min", "max", "sum", "pow", "divmod", "format"}
@@ -427,7 +427,7 @@ def test_constant_check_detector():
 # ----------------------------------------------------------------------------------------------
 
 #: The chapters the two rules below check (the errata review of issue 16 covered these).
-REVIEWED_CHAPTERS = ["02_multi_head_math", "03_worked_example", "04_parameter_analysis", "06_making_it_fast"]
+REVIEWED_CHAPTERS = ["02_multi_head_math", "03_worked_example", "05_parameter_analysis", "10_making_it_fast"]
 #: A cell with this many asserts that prints nothing is an assert block: it reads as clutter, so it
 #: must be tagged ``hide-input`` (or ``hide-cell``, ``remove-input``, ``remove-cell``): the book folds or removes it.
 MAX_VISIBLE_ASSERTS = 4
@@ -471,7 +471,7 @@ def test_assert_blocks_are_folded_and_prose_keeps_the_notation(stem):
 
 
 #: The page that shows a reader what a check looks like, and how many assert lines it may show.
-SHOWN_CHECK = ("how_to_use", 2)
+SHOWN_CHECK = ("for_teachers", 2)
 REMOVED = {"remove-input", "remove-cell"}
 
 

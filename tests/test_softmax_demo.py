@@ -1,4 +1,4 @@
-"""mha.softmax_demo: the computation behind the first explorer (book/how_to_use.ipynb)."""
+"""mha.softmax_demo: the computation behind the first explorer (book/for_teachers.ipynb)."""
 
 import math
 
