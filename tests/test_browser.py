@@ -222,6 +222,24 @@ PAGE_FACTS = r"""() => {
   };
 }"""
 
+#: Code blocks and text outputs wider than their box at 1280 px (issue 33: none may scroll sideways),
+#: every folded box opened first (a hidden cell's code, a dropdown's listing): the first 60 characters
+#: of each one's widest line, with its box and content widths.
+WIDE_BLOCKS = r"""() => {
+  for (const d of document.querySelectorAll("main details")) d.open = true;
+  for (const e of document.querySelectorAll("main .toggle-hidden")) e.classList.remove("toggle-hidden");
+  for (const e of document.querySelectorAll("main .toggle-details__container")) e.style.display = "block";
+  const wide = [];
+  for (const pre of document.querySelectorAll("main pre")) {
+    if (pre.closest("figure.mha-explorer") || pre.clientWidth === 0) continue;
+    if (pre.scrollWidth > pre.clientWidth + 1) {
+      const widest = pre.textContent.split("\n").reduce((a, b) => (b.length > a.length ? b : a), "");
+      wide.push({line: widest.slice(0, 60), chars: widest.length, box: pre.clientWidth, content: pre.scrollWidth});
+    }
+  }
+  return wide;
+}"""
+
 MOVE_FIRST_CONTROL = r"""(id) => {
   const root = document.getElementById(id);
   const control = root.querySelector("[data-mha-control]");
@@ -292,6 +310,8 @@ def visit(browser, url: str, screenshot: Path | None = None, reading: dict | Non
             from browser_reading import read_page
 
             facts["reading"] = read_page(page, reading)
+        page.set_viewport_size({"width": 1280, "height": 900})
+        facts["wideBlocks"] = page.evaluate(WIDE_BLOCKS)
     finally:
         context.close()
     facts.update(refused=refused, errors=errors)
@@ -337,6 +357,10 @@ def test_page_works_offline(page_name, edition, server, browser):
     if page_name == "book/notation":  # the math check is not vacuous: this page is mostly math
         assert facts["math"] >= 10, f"{page_name}: only {facts['math']} math elements found"
     assert not facts["brokenImages"], f"{page_name}: images that did not load: {facts['brokenImages']}"
+    assert not facts["wideBlocks"], (
+        f"{page_name}: {len(facts['wideBlocks'])} code blocks or outputs scroll sideways at 1280 px "
+        f"(a line is at most 74 characters): {facts['wideBlocks'][:3]}"
+    )
     assert facts["widgetViews"] == 0, f"{page_name}: widget views instead of the explorers' HTML"
     assert len(facts["explorers"]) == expected_explorers(page_name), (
         f"{page_name}: {len(facts['explorers'])} explorers on the page, "
@@ -383,7 +407,10 @@ def test_the_harness_catches_outside_requests_and_raw_tex(browser, tmp_path):
     (tmp_path / "bad.html").write_text(
         "<html><body><main><p>Raw math: $$x^2$$</p>"
         '<img src="https://example.org/logo.png">'
-        '<script src="https://cdn.example.org/embed-amd.js"></script></main></body></html>',
+        '<script src="https://cdn.example.org/embed-amd.js"></script>'
+        '<details><summary>folded</summary><pre style="width: 300px; overflow: auto">'
+        + "x = 1  # " * 20
+        + '</pre></details><pre style="width: 300px">fits</pre></main></body></html>',
         encoding="utf-8",
     )
     with serve(tmp_path) as url:
@@ -391,6 +418,32 @@ def test_the_harness_catches_outside_requests_and_raw_tex(browser, tmp_path):
     assert sorted(facts["refused"]) == ["https://cdn.example.org/embed-amd.js", "https://example.org/logo.png"]
     assert facts["rawTex"] == ["Raw math: $$x^2$$"]
     assert len(facts["brokenImages"]) == 1
+    assert [block["chars"] for block in facts["wideBlocks"]] == [180]  # found inside a closed fold
+
+
+def redirects() -> dict:
+    """``mha_redirects`` of ``_config.yml``: old page -> its new name (issue 33)."""
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    return config["sphinx"]["config"]["mha_redirects"]
+
+
+@pytest.mark.parametrize("edition", list(EDITIONS))
+def test_old_addresses_reach_their_pages(edition, server, browser):
+    """Each page's address before the files were named in reading order still reaches it, with its #section."""
+    moved = redirects()
+    assert len(moved) == 7 and set(moved.values()) <= set(toc_pages())
+    context = browser.new_context(service_workers="block")
+    try:
+        page = context.new_page()
+        for old, new in moved.items():
+            assert old not in toc_pages(), f"{old} is a page again: its redirect would hide it"
+            page.goto(f"{server}/{EDITIONS[edition]}/{old}.html#summary", wait_until="load")
+            page.wait_for_url(f"**/{new}.html#summary")
+            assert page.url == f"{server}/{EDITIONS[edition]}/{new}.html#summary"
+    finally:
+        context.close()
 
 
 #: The built book must stay small enough to download and host anywhere (issue 16: it was 39 MB,

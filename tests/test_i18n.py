@@ -184,3 +184,16 @@ def test_explorer_values_are_echoed_in_the_editions_language():
     assert json.loads(script) == {**data, "labels": [["名词", "动词"], ["1", "0.5"]]}
     assert "<" not in script and "\\u540d" in script  # ASCII JSON, as mha.viz.widgets writes it
     assert mha_i18n.translate_explorer_html(page, {}) == page
+
+
+def test_a_redirect_page_sends_the_reader_on_in_its_language():
+    """Issue 33: an old address (before the files were named in reading order) leads to the page."""
+    import mha_redirects
+
+    page = mha_redirects.redirect_page("book/where_next", "book/07_where_next", "Where next & why", "en")
+    assert 'href="07_where_next.html"' in page and '"07_where_next.html" + location.hash' in page
+    assert 'content="0; url=07_where_next.html"' in page and "Where next &amp; why</a>" in page
+    assert '<html lang="en">' in page and "This page is now" in page
+    zh = mha_redirects.redirect_page("book/how_to_use", "book/for_teachers", "给教师", "zh")
+    assert '<html lang="zh-CN">' in zh and "本页现在是" in zh and 'href="for_teachers.html"' in zh
+    assert 'href="book/intro.html"' in mha_redirects.redirect_page("index2", "book/intro", "Intro", "en")

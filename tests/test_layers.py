@@ -14,6 +14,7 @@ made-up packages and show that each one fails when it should.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,34 @@ def test_checks_catch_a_made_up_package():
     ]
     assert import_graph(FAKE)["mha.viz.fig"] == {"mha.chapters.exp"}
     assert layer("mha.viz.fig") == "viz" and layer("mha.fused") == layer("mha") == "core"
+
+
+#: ``from mha.chapters import a, b as c`` or ``mha.chapters.a`` in a chapter's code cells.
+CHAPTER_IMPORT = re.compile(r"from mha\.chapters import ([\w ,]+)|mha\.chapters\.(\w+)")
+
+
+def chapter_imports(source: str) -> set[str]:
+    found = set()
+    for names, dotted in CHAPTER_IMPORT.findall(source):
+        found |= {n.split(" as ")[0].strip() for n in names.split(",") if n.strip()} if names else {dotted}
+    return found
+
+
+def test_a_chapters_code_is_found_from_its_number():
+    """Issue 33: ``mha.chapters.CHAPTERS`` maps each chapter number to its page and modules, truly."""
+    from mha.chapters import CHAPTERS, SHARED
+
+    modules = {p.stem for p in (ROOT / "chapters").glob("*.py") if p.stem != "__init__"}
+    listed = {m for _, names in CHAPTERS.values() for m in names} | set(SHARED)
+    assert listed == modules, f"unlisted: {sorted(modules - listed)}; listed but missing: {sorted(listed - modules)}"
+    assert sorted(CHAPTERS) == list(range(1, 12))
+    for number, (page, names) in CHAPTERS.items():
+        source = ROOT.parent / "chapters" / (Path(page).name + ".md")
+        assert Path(page).name.startswith(f"{number:02d}_") and source.exists(), (number, page)
+        used = chapter_imports(source.read_text(encoding="utf-8"))
+        assert used <= set(names) | set(SHARED), f"chapter {number} also uses {sorted(used - set(names))}"
+
+
+def test_chapter_import_finder():
+    text = "from mha.chapters import worked, worked_edit as we\nx = mha.chapters.tables.f()\n"
+    assert chapter_imports(text) == {"worked", "worked_edit", "tables"}
