@@ -201,18 +201,25 @@ def blockwise_attention(q, k, v, block_size: int, *, scale=None):
     block_size = check_positive_int("block_size", block_size)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    row_max = q.new_full(lead + (q.shape[-2], 1), float("-inf"))  # (..., T, 1) running maximum m
-    row_sum = q.new_zeros(lead + (q.shape[-2], 1))  # (..., T, 1) running sum l of exp(score - m)
-    acc = q.new_zeros(lead + (q.shape[-2], v.shape[-1]))  # (..., T, Dv) running sum of exp(score - m) v
+    rows = lead + (q.shape[-2],)
+    # (..., T, 1): the running maximum m and the running sum l of exp(score - m)
+    row_max = q.new_full(rows + (1,), float("-inf"))
+    row_sum = q.new_zeros(rows + (1,))
+    # (..., T, Dv): the running sum of exp(score - m) v
+    acc = q.new_zeros(rows + (v.shape[-1],))
     for start in range(0, k.shape[-2], block_size):
         k_block = k[..., start : start + block_size, :]  # (..., Bk, Dh)
         v_block = v[..., start : start + block_size, :]  # (..., Bk, Dv)
-        scores = torch.matmul(q, k_block.transpose(-2, -1)) * scale  # (..., T, Bk)
-        new_max = torch.maximum(row_max, scores.amax(dim=-1, keepdim=True))  # (..., T, 1)
-        correction = torch.exp(row_max - new_max)  # (..., T, 1): old sums were taken under the old max
+        # (..., T, Bk)
+        scores = torch.matmul(q, k_block.transpose(-2, -1)) * scale
+        # (..., T, 1)
+        new_max = torch.maximum(row_max, scores.amax(-1, keepdim=True))
+        # (..., T, 1): the old sums were taken under the old maximum
+        correction = torch.exp(row_max - new_max)
         exp_scores = torch.exp(scores - new_max)  # (..., T, Bk)
-        row_sum = row_sum * correction + exp_scores.sum(dim=-1, keepdim=True)  # (..., T, 1)
-        acc = acc * correction + torch.matmul(exp_scores, v_block)  # (..., T, Dv)
+        # (..., T, 1) and (..., T, Dv)
+        row_sum = row_sum * correction + exp_scores.sum(-1, keepdim=True)
+        acc = acc * correction + torch.matmul(exp_scores, v_block)
         row_max = new_max
     return acc / row_sum  # (..., T, Dv): divide once, at the end
 

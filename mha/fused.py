@@ -41,17 +41,22 @@ class FusedLinear(torch.autograd.Function):
     def forward(ctx, x, bias, *weights):
         ctx.save_for_backward(x, *weights)
         ctx.has_bias = bias is not None
-        return F.linear(x, torch.cat(weights), bias)  # (..., sum of output sizes)
+        # (..., sum of the output sizes)
+        return F.linear(x, torch.cat(weights), bias)
 
     @staticmethod
     def backward(ctx, grad):
         x, *weights = ctx.saved_tensors
         grad_x = grad_bias = None
-        grad_2d, x_2d = grad.reshape(-1, grad.shape[-1]), x.reshape(-1, x.shape[-1])  # (N, out), (N, D)
+        # (N, out) and (N, D)
+        grad_2d = grad.reshape(-1, grad.shape[-1])
+        x_2d = x.reshape(-1, x.shape[-1])
         if ctx.needs_input_grad[0]:
-            # grad @ cat(W_1, ..., W_n) as a sum of products with each W_i, read in place: no
-            # concatenated copy of the weights, which would be one more allocation and pass over them.
-            parts = grad_2d.split([w.shape[0] for w in weights], dim=1)  # column blocks, no copy
+            # grad @ cat(W_1, ..., W_n) as a sum of products with each
+            # W_i, read in place: no concatenated copy of the weights,
+            # which would be one more allocation and pass over them.
+            # The column blocks of grad, no copy:
+            parts = grad_2d.split([w.shape[0] for w in weights], dim=1)
             grad_x = parts[0] @ weights[0]  # (N, D)
             for part, weight in zip(parts[1:], weights[1:]):
                 grad_x.addmm_(part, weight)
@@ -116,8 +121,15 @@ def fused_attention(
     if check_flag("is_causal", is_causal) and mask is not None:
         causal = causal_mask(q.shape[-2], k.shape[-2], q.device, align="top-left")  # (T, S)
         mask, is_causal = intersect_masks(mask, causal), False
+    grouped = k.shape[-3] != q.shape[-3]
     context = F.scaled_dot_product_attention(
-        q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, enable_gqa=k.shape[-3] != q.shape[-3]
+        q,
+        k,
+        v,
+        attn_mask=mask,
+        dropout_p=dropout_p,
+        is_causal=is_causal,
+        enable_gqa=grouped,
     )  # (B, H, T, Dh)
     if mask is not None:
         # The fused kernel's convention for a query with no visible key differs across

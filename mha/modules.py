@@ -418,9 +418,12 @@ class GroupedQueryAttention(nn.Module):
         k_new = split_heads(k_new, self.num_kv_heads)  # (B, G, T_new, Dh)
         v_new = split_heads(v_new, self.num_kv_heads)  # (B, G, T_new, Dh)
         k, v = cache.append(k_new, v_new)  # (B, G, S, Dh) each
-        # One new token may attend every cached one: no mask at all, which keeps every fused
-        # kernel available. Several new tokens are the last T_new of S: a bottom-right causal mask.
-        mask = None if new_len == 1 else causal_mask(new_len, k.shape[2], device=x.device)  # (T_new, S)
+        # One new token may attend every cached one: no mask at all,
+        # which keeps every fused kernel available. Several new tokens
+        # are the last T_new of S: a bottom-right causal mask (T_new, S).
+        mask = None
+        if new_len > 1:
+            mask = causal_mask(new_len, k.shape[2], device=x.device)
         return self._attend(q, k, v, mask, need_weights)
 
 

@@ -8,6 +8,8 @@
     python scripts/i18n.py explorers # add the explorers' new labels to locales/zh_CN/explorers.json
     python scripts/i18n.py export PAGE.po OUT.json  # the messages as [{"en": ..., "zh": ...}, ...]
     python scripts/i18n.py import PAGE.po IN.json   # set the translations from such a file
+    python scripts/i18n.py reuse     # text moved between pages: an untranslated or fuzzy message takes
+                                     # the translation of the same English in another page's catalogue
 
 After an English paragraph changes, ``gettext`` + ``update`` turn its old translation into a fuzzy
 entry (or add an untranslated one); tests/test_i18n.py fails until a translator has updated it and
@@ -291,6 +293,33 @@ def import_json(po: Path, source: Path) -> int:
     return changed
 
 
+def reuse() -> list[str]:
+    """Fill each untranslated or fuzzy message whose English is translated, exactly, in another page's
+    catalogue (a paragraph moved from one page to another, issue 33). Returns ``page: msgid`` per fill."""
+    loaded = {}
+    for page, path in catalogues().items():
+        with path.open("rb") as f:
+            loaded[page] = read_po(f)
+    known = {}
+    for catalog in loaded.values():
+        for message in catalog:
+            if message.id and message.string and not message.fuzzy:
+                known.setdefault(message.id, message.string)
+    filled = []
+    for page, catalog in loaded.items():
+        changed = False
+        for message in catalog:
+            if message.id and (not message.string or message.fuzzy) and message.id in known:
+                message.string = known[message.id]
+                message.flags.discard("fuzzy")
+                filled.append(f"{page}: {message.id[:60]}")
+                changed = True
+        if changed:
+            with catalogues()[page].open("wb") as f:
+                write_po(f, catalog, width=0)
+    return filled
+
+
 def main(argv: list[str]) -> int:
     command = argv[1] if len(argv) > 1 else "status"
     if command == "gettext":
@@ -310,6 +339,9 @@ def main(argv: list[str]) -> int:
         export_json(Path(argv[2]), Path(argv[3]))
     elif command == "import":
         print(f"{import_json(Path(argv[2]), Path(argv[3]))} translations set in {argv[2]}")
+    elif command == "reuse":
+        filled = reuse()
+        print("\n".join(filled + [f"{len(filled)} messages took a translation from another page"]))
     elif command == "check":
         problems = check([Path(a) for a in argv[2:]] or None)
         print("\n".join(problems) or "every message translated, none fuzzy, every check passed")

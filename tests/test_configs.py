@@ -413,6 +413,16 @@ def test_chapter_tables():
     lines = tables.calculator_text(values).splitlines()
     assert len(lines) == len(values) == len(tables.CALCULATOR_LABELS)
     assert lines[-2].endswith("5.00 GiB") and lines[-1].endswith("40.00 GiB") and lines[1].endswith("150,994,944")
+    # the page's code column shows 74 characters: no printed table scrolls sideways (issue 33)
+    assert params[0].split()[5:] == ["attn/layer", "all", "params", "attn", "%"]
+    for text in (params, kv.splitlines(), lines):
+        assert max(len(line) for line in text) <= 74, max(text, key=len)
+
+
+def test_chapter_explorers_open_on_the_chapters_cases():
+    cost, kv = viz.configs.cost_explorer(), viz.configs.kv_explorer()
+    assert viz.configs.COST_EXPLORER_TEXT["title"] in cost.html
+    assert viz.configs.KV_EXPLORER_TEXT["title"] in kv.html
 
 
 @pytest.mark.parametrize(

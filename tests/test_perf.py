@@ -448,6 +448,9 @@ def test_report_readers():
     ratio = pr.paired_ratio(report, pr.IMPLS[1], pr.IMPLS[0], 8, "forward")
     assert ratio["rounds"] == 3 and ratio["median"] == 17 / 9 and ratio["q1"] < ratio["median"] < ratio["q3"]
     assert pr.describe(report).startswith("cpu (x86_64, 2 CPUs, AVX2), torch 2, 2 threads, float32, load average 0.5")
+    wrapped = pr.describe(report, width=40)  # a page's column: the same words, lines of at most 40
+    assert max(len(line) for line in wrapped.splitlines()) <= 40 < len(pr.describe(report))
+    assert wrapped.split() == pr.describe(report).split() and "\n" in wrapped
     with pytest.raises(KeyError, match="no timing"):
         pr.median_ms(report, "nope", 8)
     with pytest.raises(ValueError, match="key must be one of"):
@@ -588,6 +591,9 @@ def test_the_comparison_family_counts_what_the_chapter_compares():
     with pytest.raises(KeyError, match="is not one of the 17 comparisons"):
         pr.judged(report, pr.BARE, pr.LOOPED, 16)
     assert pr.verdict_line("x / y", looped, 2) == "x / y: 0.63 [0.50, 0.70]  A faster"
+    # too wide for max_width: the numbers go to a second, indented line; narrow enough: one line
+    assert pr.verdict_line("x / y", looped, 2, max_width=20) == "x / y:\n    0.63 [0.50, 0.70]  A faster"
+    assert pr.verdict_line("x / y", looped, 2, max_width=74) == "x / y: 0.63 [0.50, 0.70]  A faster"
     assert pr.order_of(report) == "rotated"
     report["method"] = {"order": "shuffled", "order_seed": 3}
     assert pr.order_of(report) == "shuffled, seed 3"

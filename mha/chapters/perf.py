@@ -192,14 +192,20 @@ def bare_attention_layer(module: nn.MultiheadAttention, x: torch.Tensor, *, is_c
     Shapes:
         x (B, T, D). Returns (B, T, D).
     """
+    # (chapter 10 prints these lines: at most 74 characters once dedented)
     batch_size, seq_len, d_model = x.shape
     num_heads = module.num_heads
-    qkv = F.linear(x, module.in_proj_weight, module.in_proj_bias)  # (B, T, 3D)
-    qkv = qkv.view(batch_size, seq_len, 3, num_heads, d_model // num_heads)  # (B, T, 3, H, Dh)
-    q, k, v = qkv.permute(2, 0, 3, 1, 4)  # 3 x (B, H, T, Dh)
-    context = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)  # (B, H, T, Dh)
-    context = context.transpose(1, 2).reshape(batch_size, seq_len, d_model)  # (B, T, D)
-    return F.linear(context, module.out_proj.weight, module.out_proj.bias)  # (B, T, D)
+    w_in, b_in = module.in_proj_weight, module.in_proj_bias
+    qkv = F.linear(x, w_in, b_in)  # (B, T, 3D)
+    # (B, T, 3D) -> (B, T, 3, H, Dh) -> 3 x (B, H, T, Dh)
+    qkv = qkv.view(batch_size, seq_len, 3, num_heads, d_model // num_heads)
+    q, k, v = qkv.permute(2, 0, 3, 1, 4)
+    # (B, H, T, Dh)
+    context = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal)
+    # (B, H, T, Dh) -> (B, T, H, Dh) -> (B, T, D)
+    context = context.transpose(1, 2).reshape(batch_size, seq_len, d_model)
+    w_out, b_out = module.out_proj.weight, module.out_proj.bias
+    return F.linear(context, w_out, b_out)  # (B, T, D)
 
 
 def gqa_repeat_kv_forward(module: GroupedQueryAttention, x: torch.Tensor, *, is_causal: bool = False):

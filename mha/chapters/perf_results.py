@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import statistics
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -384,14 +385,19 @@ def order_of(report) -> str:
     return f"{method['order']}, seed {method['order_seed']}"
 
 
-def verdict_line(label: str, result: dict, digits: int = 3, width: int = 0) -> str:
+def verdict_line(label: str, result: dict, digits: int = 3, width: int = 0, max_width: int = 0) -> str:
     """One comparison as text: ``label: median [low, high]  verdict``, the label and its colon
-    padded to ``width`` characters."""
+    padded to ``width`` characters. With ``max_width``, a line that would be wider puts the
+    numbers on a second line, indented by 4 (a page's text column holds 74 characters)."""
     if result["low"] is None:
         span = "no interval"
     else:
         span = f"[{result['low']:.{digits}f}, {result['high']:.{digits}f}]"
-    return f"{label + ':':{width}s} {result['median']:.{digits}f} {span}  {result['verdict']}"
+    numbers = f"{result['median']:.{digits}f} {span}  {result['verdict']}"
+    line = f"{label + ':':{width}s} {numbers}"
+    if max_width and len(line) > max_width:
+        return f"{label}:\n    {numbers}"
+    return line
 
 
 def timing_table(report, impls=MAIN_IMPLS, key: str = "forward_backward") -> str:
@@ -438,14 +444,16 @@ def decode_speedups(report) -> dict:
     return found
 
 
-def describe(report) -> str:
-    """One line naming the machine, versions and load a report was measured with."""
+def describe(report, width: int = 0) -> str:
+    """One line naming the machine, versions and load a report was measured with; with ``width``,
+    wrapped into lines of at most ``width`` characters (a page's text column holds 74)."""
     env = report["environment"]
-    return (
+    text = (
         f"{env['device']} ({env['device_name']}, {env['cpu_count']} CPUs, {env['isa']}), torch {env['torch']}, "
         f"{env['threads']} threads, {env['dtype']}, load average {env['load_average']:.1f} before and "
         f"{env['load_average_after']:.1f} after"
     )
+    return textwrap.fill(text, width) if width else text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,20 +24,22 @@ def format_table(rows: list[dict], columns: dict) -> str:
     return "\n".join(lines)
 
 
-#: Chapter 4's table of published models: a row key of ``configs.param_table`` -> (header, format).
+#: Chapter 5's table of published models: a row key of ``configs.param_table`` -> (header, format).
+#: Short headers, so that the table fits the page's 74 characters: ``attn/layer`` is one layer's
+#: attention parameters, ``all params`` the whole model's, ``attn %`` the share of all parameters
+#: that the L layers' attention holds (``attn_stack``, L times the first column, is left out).
 PARAM_COLUMNS = {
     "model": ("model", "s"),
     "d_model": ("d_model", "d"),
     "heads": ("h", "d"),
     "head_dim": ("d_k", "d"),
     "layers": ("L", "d"),
-    "attn_per_layer": ("attention/layer", ","),
-    "attn_stack": ("attention, L layers", ","),
-    "total": ("all parameters", ","),
-    "attn_share": ("attention share", ".1%"),
+    "attn_per_layer": ("attn/layer", ","),
+    "total": ("all params", ","),
+    "attn_share": ("attn %", ".1%"),
 }
 
-#: Chapter 4's KV-cache table: a row key of ``configs.kv_cache_table`` -> (header, format).
+#: Chapter 5's KV-cache table: a row key of ``configs.kv_cache_table`` -> (header, format).
 KV_COLUMNS = {
     "model": ("model", "s"),
     "kv_heads": ("g", "d"),

@@ -218,14 +218,21 @@ def to_module(example: WorkedExample | None = None) -> MultiHeadAttention:
     """An ``mha.MultiHeadAttention(8, 2, bias=False)`` (float64) holding the example's weights.
 
     One d_model x d_model projection is the two heads' (8, 4) matrices side by side; nn.Linear
-    computes ``x @ weight.T``, so it stores the transpose.
+    computes ``x @ weight.T``, so it stores the transpose. Chapter 3 prints the body: its lines
+    stay within 74 characters.
     """
     ex = worked_example() if example is None else example
     module = MultiHeadAttention(D_MODEL, NUM_HEADS, bias=False).to(DTYPE)
     with torch.no_grad():
-        for proj, per_head in ((module.q_proj, ex.w_q), (module.k_proj, ex.w_k), (module.v_proj, ex.w_v)):
-            proj.weight.copy_(torch.cat(per_head, dim=1).T)  # (D, H*Dh) -> stored as (H*Dh, D)
-        module.out_proj.weight.copy_(ex.w_o.T)  # (H*Dh, D) -> stored as (D, H*Dh)
+        for proj, per_head in (
+            (module.q_proj, ex.w_q),
+            (module.k_proj, ex.w_k),
+            (module.v_proj, ex.w_v),
+        ):
+            # the heads side by side: (D, H*Dh), stored as (H*Dh, D)
+            proj.weight.copy_(torch.cat(per_head, dim=1).T)
+        # W_O is (H*Dh, D), stored as (D, H*Dh)
+        module.out_proj.weight.copy_(ex.w_o.T)
     return module
 
 
@@ -384,7 +391,7 @@ def check_temperature(tau, *, decimals: int = DECIMALS) -> Verdict:
     if verdict.right:
         return right(title, f"correct: below τ = {value:g} head 1 puts more than 0.9 on its chosen token")
     slips = [
-        (2 / math.log(9), "only one other token? Row 2 of head 1 has four others, each with e^0 = 1 in the sum"),
+        (2 / math.log(9), "one other token? Row 2 of head 1 has four others, each e^0 = 1"),
         (4 / math.log(36), "you used the raw score 4; the softmax sees the scaled score 4 / √d_k = 2"),
         (1 / math.log(36), "you divided the score by d_k = 4; the scale is √d_k = 2"),
         (math.log(36) / 2, "upside down: solve e^(2/τ) > 36 for τ, so τ < 2 / ln 36"),

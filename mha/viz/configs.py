@@ -305,3 +305,37 @@ KV_LIVE_CONTROLS = {
     **{name: Choice(values, label=LABELS[name]) for name, values in KV_CONTROLS.items()},
     "batch_size": IntRange(1, 64, grid=KV_CONTROLS["batch_size"], label=LABELS["batch_size"]),
 }
+
+
+#: The explorers' titles and captions, as the page shows them (``explorers.json`` translates them).
+COST_EXPLORER_TEXT = {
+    "title": "Parameters and FLOPs of one attention layer",
+    "caption": "Left: parameters against h, flat when d_k = d_model / h. Right: FLOPs against n.",
+}
+KV_EXPLORER_TEXT = {
+    "title": "KV cache against context length",
+    "caption": (
+        "h = 32 query heads of width 128; g key/value heads; the dashed line is a 24 GiB cache budget, "
+        "the dotted one Llama 2's 4,096-token training context."
+    ),
+}
+
+
+def cost_explorer():
+    """Chapter 5's first explorer: parameters against h and FLOPs against n, for one layer.
+
+    It opens on GPT-2 small's layer at its 1,024-token context (``COST_INITIAL``).
+    """
+    from .widgets import explorer
+
+    return explorer(CostPlot(), COST_LIVE_CONTROLS, initial=COST_INITIAL, alt=cost_alt, **COST_EXPLORER_TEXT)
+
+
+def kv_explorer():
+    """Chapter 5's second explorer: the KV cache against the context, and what fits in 24 GiB.
+
+    It opens on Llama 2 7B's cache in fp16, batch 1 (``KV_INITIAL``).
+    """
+    from .widgets import explorer
+
+    return explorer(KVPlot(), KV_LIVE_CONTROLS, initial=KV_INITIAL, alt=kv_alt, **KV_EXPLORER_TEXT)
