@@ -15,7 +15,7 @@
 #   MHA_DEVICE=cuda make test-gpu   unit tests and nbval with every chapter computing on CUDA
 #   make budget           reading minutes per page and part, then nbval per chapter and the book build, against the budget
 #   make lab              install JupyterLab (requirements-lab.txt), copy the chapters to lab/, open them there
-#   make test-lab         run chapters 3, 4 and 7 in a headless JupyterLab, move their explorers, time them
+#   make test-lab         run chapters 1, 3, 5 and 11 in a headless JupyterLab, move their explorers, time them
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -59,8 +59,8 @@ lab: $(LAB_STAMP)
 	$(if $(filter environment command,$(firstword $(origin MHA_DEVICE))),,env -u MHA_DEVICE) env -u TQDM_DISABLE \
 	  $(VENV)/bin/jupyter $(APP) --ServerApp.root_dir=lab $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
-# Headless JupyterLab on 127.0.0.1 over copies in a temporary folder: Run All in chapters 3, 4, 7 and
-# the how-to page, move each explorer's controls, type into its text boxes, check the figure changes;
+# Headless JupyterLab on 127.0.0.1 over copies in a temporary folder: Run All in chapters 1, 3, 5 and
+# 11, move each explorer's controls, type into its text boxes, check the figure changes;
 # latencies in _build/test-lab/latencies.json and .md. Needs Chromium, like the browser test.
 test-lab: $(LAB_STAMP)
 	MHA_TEST_LAB=1 $(PY) -m pytest -p no:cacheprovider -rs tests/test_lab_browser.py

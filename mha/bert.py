@@ -183,8 +183,9 @@ def gated_heads(attn, gate: torch.Tensor | None):
         (context,) = args  # (B, T, H*Dh): the merged heads, the input of W_O
         batch_size, seq_len, _ = context.shape
         g = gate.to(context).reshape(-1, 1, num_heads, 1)  # (B|1, 1, H, 1)
-        heads = context.view(batch_size, seq_len, num_heads, head_dim) * g  # (B, T, H, Dh)
-        return (heads.reshape(batch_size, seq_len, num_heads * head_dim),)  # (B, T, H*Dh)
+        # (B, T, H, Dh), then back to (B, T, H*Dh)
+        heads = context.view(batch_size, seq_len, num_heads, head_dim) * g
+        return (heads.reshape(batch_size, seq_len, num_heads * head_dim),)
 
     handle = attn.out_proj.register_forward_pre_hook(scale_context)
     try:
@@ -232,13 +233,15 @@ class BertEncoder(nn.Module):
             :class:`BertOutput` with hidden_states (L + 1, B, T, D) and attentions (L, B, H, T, T).
         """
         x = self.embeddings(input_ids, token_type_ids)  # (B, T, D)
-        padding = None if attention_mask is None else attention_mask == 0  # (B, T), True = padding
+        # (B, T), True = padding
+        padding = None if attention_mask is None else attention_mask == 0
         head_mask = self._check_head_mask(head_mask, input_ids.shape[0])
         hidden, attentions = [x], []
         for i, layer in enumerate(self.layers):
             gate = None if head_mask is None else head_mask[:, i]  # (B|1, H)
             with gated_heads(layer.self_attn, gate):
-                x, weights = layer(x, key_padding_mask=padding, need_weights=True)  # (B, T, D), (B, H, T, T)
+                # (B, T, D) and (B, H, T, T)
+                x, weights = layer(x, key_padding_mask=padding, need_weights=True)
             hidden.append(x)
             attentions.append(weights)
         return BertOutput(torch.stack(hidden), torch.stack(attentions))

@@ -6,7 +6,8 @@ The measure (issue 33; counted from what a reader sees on the rendered page with
   * prose: the words of the Markdown cells (or of a Markdown page), at 140 words a minute; a folded box
     (a dropdown: "going further", an exercise's answer) is left out until the reader opens it;
   * code: the lines of code cells a reader sees unfolded (cells tagged remove-input, remove-cell,
-    hide-input or hide-cell are folded or gone), at 10 lines a minute;
+    hide-input or hide-cell are folded or gone), at 10 lines a minute; the figures and explorers of a
+    cell whose code is folded still count, unless its outputs are folded too;
   * half a minute for each display equation, 1.5 minutes for each figure (an image output, or an image
     in the prose) and 2 for each explorer.
 The rates are those that matched a new learner's minutes on the core path (issue 33: within 10 % on six of
@@ -31,6 +32,9 @@ MINUTES_PER_EQUATION, MINUTES_PER_FIGURE, MINUTES_PER_EXPLORER = 0.5, 1.5, 2.0
 CORE_PART, DEEP_PART = "The course", "Deep dives"
 CORE_BUDGET, CORE_CHAPTER_BUDGET, DEEP_DIVE_BUDGET = 150.0, 30.0, 60.0
 FOLDED = {"remove-input", "remove-cell", "hide-input", "hide-cell"}
+#: Tags under which a cell's outputs (its figures, its explorer) are folded or gone; hide-input and
+#: remove-input fold only the code: the figure or explorer below it is still on the page.
+OUTPUT_FOLDED = {"remove-output", "remove-cell", "hide-output", "hide-cell"}
 FENCE = re.compile(r"^(```|~~~)")
 IMAGE = re.compile(r"!\[[^\]]*\]\(|```\{(?:image|figure)\}")
 IMAGE_MARKUP = re.compile(r"!\[[^\]]*\]\([^)]*\)")
@@ -103,9 +107,13 @@ def page_counts(path: Path) -> dict:
                 w, images, eqs = _prose_words(source)
                 words, figures, equations = words + w, figures + images, equations + eqs
                 continue
-            if cell["cell_type"] != "code" or FOLDED & set(cell.get("metadata", {}).get("tags", [])):
+            tags = set(cell.get("metadata", {}).get("tags", []))
+            if cell["cell_type"] != "code":
                 continue
-            code += sum(1 for line in source.splitlines() if line.strip() and not line.startswith("# NBVAL"))
+            if not FOLDED & tags:
+                code += sum(1 for line in source.splitlines() if line.strip() and not line.startswith("# NBVAL"))
+            if OUTPUT_FOLDED & tags:
+                continue
             for output in cell.get("outputs", []):
                 data = output.get("data", {})
                 html = "".join(data.get("text/html", ""))

@@ -76,6 +76,7 @@ def test_attention_never_raises():
     ]:
         verdict = build.check_attention(fn)
         assert not verdict.ok and words in said(verdict), (words, verdict)
+        assert all(len(line) <= build.WIDTH == 74 for line in verdict.lines[1:])  # fits the page
 
 
 def test_attention_tries_an_unbatched_query():

@@ -546,12 +546,22 @@ def test_readable_relations_errors():
         R.reads_on_every_input([0.5, 0.5], 0, vocab_size=1)
 
 
+def test_printed_sources_fit_the_page():
+    import inspect
+
+    from mha.chapters.task import RelationModel
+
+    assert max(len(line) for line in inspect.getsource(RelationModel.forward).splitlines()) <= 74
+
+
 def test_check_readable():
     assert R.check_readable([1, 3]).ok and R.check_readable((3, 1)).ok
     r = R.check_readable([1])  # the old "more than 1/2 in one head" rule
     assert not r.ok and "offset 3 can be read" in repr(r) and "cancel" in repr(r)
-    assert "no combination of the heads puts more weight on offset 2" in repr(R.check_readable([1, 2, 3]))
-    assert "offset 1 can be read" in repr(R.check_readable([]))
+    said = " ".join(repr(R.check_readable([1, 2, 3])).split())  # reports wrap at 74 characters
+    assert "no combination of the heads puts more weight on offset 2" in said
+    assert "offset 1 can be read" in " ".join(repr(R.check_readable([])).split())
+    assert max(len(line) for line in repr(R.check_readable([1])).splitlines()) <= 74
     for bad in ("1", 1, None, [1, "x"], [1, 9], [float("nan")]):
         r = R.check_readable(bad)
         assert not r.ok and "hint" in repr(r)
@@ -657,7 +667,8 @@ def test_control_summary_and_best():
         E.control_summary(1234)
     table = E.format_control()
     assert table.splitlines()[0].split()[:3] == ["lr", "width", "params"] and len(table.splitlines()) == 7
-    assert "1,500 steps" in table and "6,000 steps" in table
+    assert "1,500 steps, solved" in table and "6,000 steps, solved" in table
+    assert max(len(line) for line in table.splitlines()) <= 74  # fits the book's code column
 
 
 def test_weight_split():

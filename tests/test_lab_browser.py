@@ -2,7 +2,7 @@
 
 Starts ``jupyter lab`` headless on 127.0.0.1 (a free port, a random token) over copies of the
 chapters in a temporary folder, as ``make lab`` does over ``lab/``, and drives it with Debian's
-Chromium through playwright. For chapters 3, 4 and 7, the how-to page, and a small notebook whose
+Chromium through playwright. For chapters 1, 3, 5 and 11, and a small notebook whose
 explorer takes a sentence: before running, each stored explorer that carries the note shows it;
 *Run › Run All Cells* runs every cell without an error; each explorer turns into a live widget;
 every slider is moved with the keyboard, every dropdown set to another option, every text box
@@ -54,7 +54,7 @@ except ImportError:
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
 REPORT = ROOT / "_build" / "test-lab"
-CHAPTERS = ["for_teachers", "03_worked_example", "05_parameter_analysis", "11_pretrained_heads"]
+CHAPTERS = ["01_single_head_limits", "03_worked_example", "05_parameter_analysis", "11_pretrained_heads"]
 OWN_SENTENCE = "own_sentence"
 #: What the test types into a text box: a sentence (chapter 7's model runs on it), or for a box of
 #: another name what it accepts (chapter 3's five words of its vocabulary).
@@ -377,8 +377,8 @@ def test_live_notebook_in_jupyterlab(browser, lab, report, name):
                  .map(n => n.offsetParent !== null && n.textContent.includes('comes alive when this cell runs'))"""
         )
         assert all(notes), f"{name}: a stored explorer's note is hidden or wrong before the cells run"
-        if name == "for_teachers":
-            assert notes, "the how-to page's stored explorer carries no note (regenerate its notebook)"
+        if name == "01_single_head_limits":
+            assert notes, "chapter 1's stored explorers carry no note (regenerate its notebook)"
         run_all_s = run_all(page)
         expected = stored_explorer_cells(name)
         page.wait_for_function(
@@ -397,7 +397,7 @@ def test_live_notebook_in_jupyterlab(browser, lab, report, name):
             explorers.append({"title": title, "latencies_ms": move_controls(page, root)})
             page.screenshot(path=str(REPORT / f"{name}-{i + 1}.png"))
         assert errors == [], f"{name}: JavaScript errors {errors}"
-        if name == "for_teachers":  # saving writes the copy, nothing in book/, no paired text file
+        if name == "01_single_head_limits":  # saving writes the copy, nothing in book/, no paired text file
             book_before = hashlib.sha256((BOOK / f"{name}.ipynb").read_bytes()).hexdigest()
             copy = lab["folder"] / f"{name}.ipynb"
             saved_before = copy.stat().st_mtime_ns
@@ -421,7 +421,7 @@ def test_live_notebook_in_jupyterlab(browser, lab, report, name):
 
 def test_live_explorer_in_notebook_7(browser, lab, report):
     """Classic Notebook 7 (the same server) shows and updates the live explorer too."""
-    context, page, errors = open_notebook(browser, lab, "notebooks/for_teachers.ipynb")
+    context, page, errors = open_notebook(browser, lab, "notebooks/01_single_head_limits.ipynb")
     try:
         # Notebook 7.6.5 itself throws one settings-registry error as it starts (a plugin with no
         # schema), with or without explorers: only errors after that count.
@@ -432,9 +432,9 @@ def test_live_explorer_in_notebook_7(browser, lab, report):
         root.scroll_into_view_if_needed()
         root.locator(".mha-explorer-image img").wait_for(timeout=CHANGE_S * 1000)
         latencies = move_controls(page, root, keyboard=False)
-        page.screenshot(path=str(REPORT / "notebook7-for_teachers.png"))
+        page.screenshot(path=str(REPORT / "notebook7-01_single_head_limits.png"))
         assert errors[at_load:] == [], f"Notebook 7: JavaScript errors {errors[at_load:]}"
-        report["notebooks"]["for_teachers (Notebook 7)"] = {
+        report["notebooks"]["01_single_head_limits (Notebook 7)"] = {
             "errors_at_start": [error.split(":")[0] for error in errors[:at_load]],
             "run_all_s": round(run_all_s, 1),
             "explorers": [{"title": "Softmax temperature", "latencies_ms": latencies}],

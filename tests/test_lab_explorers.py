@@ -58,7 +58,7 @@ def fresh_canvas(render, **values) -> np.ndarray:
 
 def test_mode_is_live_only_in_a_kernel_a_jupyter_server_started(monkeypatch):
     assert live.explorer_mode() == "static"  # pytest, nbval, nbclient: no server
-    monkeypatch.setenv("JPY_SESSION_NAME", "/lab/for_teachers.ipynb")  # jupyter_server sets it per kernel
+    monkeypatch.setenv("JPY_SESSION_NAME", "/lab/01_single_head_limits.ipynb")  # jupyter_server sets it per kernel
     assert live.explorer_mode() == "live"
     monkeypatch.setenv("MHA_EXPLORERS", "static")  # the variable wins
     assert live.explorer_mode() == "static"

@@ -646,14 +646,14 @@ def test_check_importance_right_and_wrong(grads):
     }
     for hint, answer in slips.items():
         r = P.check_importance(answer, grads)
-        assert not r.ok and r.first_error == "importance" and hint in repr(r), hint
+        assert not r.ok and r.first_error == "importance" and hint in _said(r), hint
     r = P.check_importance(np.abs(grads.mean(0)), grads)  # two slips at once: both are named
-    assert "|mean|" in repr(r) and "not normalised" in repr(r)
+    assert "|mean|" in _said(r) and "not normalised" in _said(r)
     wrong = right.copy()
     wrong[2, 3] += 0.1
     r = P.check_importance(wrong, grads)
-    assert "wrong in layers L3" in repr(r) and "mean over pairs" in repr(r)
-    assert f"{right[2, 3]:.3f}" not in repr(r)  # never prints the expected numbers
+    assert "wrong in layers L3" in _said(r) and "mean over pairs" in _said(r)
+    assert f"{right[2, 3]:.3f}" not in _said(r)  # never prints the expected numbers
 
 
 def test_check_importance_malformed_input(grads):
@@ -667,7 +667,7 @@ def test_check_importance_malformed_input(grads):
     }
     for message, answer in cases.items():
         r = P.check_importance(answer, grads)
-        assert not r.ok and r.first_error == "answer" and message in repr(r), message
+        assert not r.ok and r.first_error == "answer" and message in _said(r), message
     assert P.check_importance(right, "grads").first_error == "gradients"
 
 
@@ -687,19 +687,19 @@ def test_check_twin_margins_right_and_wrong(twins):
     }
     for hint, (answer, v) in cases.items():
         r = P.check_twin_margins(twins, 2, 4, 2, answer, v)
-        assert r.first_error == "margins" and hint in repr(r), hint
+        assert r.first_error == "margins" and hint in _said(r), hint
     column = []  # the slip of reading the column: how much each noun attends to "it"
     for k, (tok, w) in enumerate(zip(twins["tokens"][2:4], twins["maps"][2:4])):
         ref = twins["pairs"][1].referents[k]
         other = ({"trophy", "suitcase"} - {ref}).pop()
         column.append(w[3, 1][tok.index(ref), tok.index("it")] - w[3, 1][tok.index(other), tok.index("it")])
-    assert "column" in repr(P.check_twin_margins(twins, 2, 4, 2, column, verdict))
+    assert "column" in _said(P.check_twin_margins(twins, 2, 4, 2, column, verdict))
     r = P.check_twin_margins(twins, 2, 4, 2, m, not verdict)
-    assert r.first_error == "resolves" and "both" in repr(r)
+    assert r.first_error == "resolves" and "both" in _said(r)
     # a verdict that follows from wrong margins is not blamed twice
     assert not verdict  # L4H2 prefers the trophy in both sentences of pair 2
     r = P.check_twin_margins(twins, 2, 4, 2, [abs(m[0]) + 0.5, abs(m[1]) + 0.5], True)
-    assert r.first_error == "margins" and "fix them first" in repr(r)
+    assert r.first_error == "margins" and "fix them first" in _said(r)
 
 
 def test_check_twin_margins_malformed_input(twins):
@@ -712,8 +712,21 @@ def test_check_twin_margins_malformed_input(twins):
     for (name, value), message in cases.items():
         args = {"pair": 1, "layer": 1, "head": 1, name: value}
         r = P.check_twin_margins(twins, margins=m, resolves=False, **args)
-        assert not r.ok and message in repr(r)
-    assert "found a string" in repr(P.check_twin_margins(twins, 1, 1, 1, "0.1, 0.2", False))
-    assert "NaN" in repr(P.check_twin_margins(twins, 1, 1, 1, [np.nan, 0.1], False))
-    assert "shape (2,)" in repr(P.check_twin_margins(twins, 1, 1, 1, [0.1, 0.2, 0.3], False))
-    assert "True or False" in repr(P.check_twin_margins(twins, 1, 1, 1, m, "yes"))
+        assert not r.ok and message in _said(r)
+    assert "found a string" in _said(P.check_twin_margins(twins, 1, 1, 1, "0.1, 0.2", False))
+    assert "NaN" in _said(P.check_twin_margins(twins, 1, 1, 1, [np.nan, 0.1], False))
+    assert "shape (2,)" in _said(P.check_twin_margins(twins, 1, 1, 1, [0.1, 0.2, 0.3], False))
+    assert "True or False" in _said(P.check_twin_margins(twins, 1, 1, 1, m, "yes"))
+
+
+def _said(check) -> str:
+    """A checker's report with its line wrapping undone (reports wrap at 74 characters)."""
+    return " ".join(repr(check).split())
+
+
+def test_checker_reports_fit_the_page(twins):
+    m = twins["margins"][1, :, 3, 1]
+    r = P.check_twin_margins(twins, 2, 4, 2, -m, bool((m > 0).all()))
+    assert len(r.lines) < len(repr(r).splitlines())  # the long hint was wrapped
+    assert max(len(line) for line in repr(r).splitlines()) <= 74
+    assert " ".join(r.lines[2].split()) in _said(r)  # nothing lost

@@ -29,19 +29,21 @@ def test_page_counts_follow_the_measure(tmp_path):
         nbformat.v4.new_code_cell("x = 1\ny = 2\n\n# NBVAL_IGNORE_OUTPUT\nprint(x)"),
         nbformat.v4.new_code_cell("assert x == 1", metadata={"tags": ["remove-input"]}),
         nbformat.v4.new_code_cell("z = 3", metadata={"tags": ["hide-input"]}),
-        nbformat.v4.new_code_cell("explorer()"),
+        nbformat.v4.new_code_cell("explorer()", metadata={"tags": ["hide-input"]}),
+        nbformat.v4.new_code_cell("plot()", metadata={"tags": ["hide-cell"]}),
     ]
     nb.cells[2].outputs = [nbformat.v4.new_output("display_data", data={"image/png": "AA=="})]
     nb.cells[5].outputs = [
         nbformat.v4.new_output("display_data", data={"text/html": '<div class="mha-explorer" id="e">'})
-    ]
+    ]  # its code is folded, the explorer is not; the next cell's figure is folded with its code
+    nb.cells[6].outputs = [nbformat.v4.new_output("display_data", data={"image/png": "AA=="})]
     path = tmp_path / "page.ipynb"
     nbformat.write(nb, path)
     counts = reading_time.page_counts(path)
     # 402 words + "after the box" (3): the folded box's 50 words and its equation are not counted
-    assert (counts["words"], counts["code_lines"], counts["equations"]) == (405, 4, 2)
+    assert (counts["words"], counts["code_lines"], counts["equations"]) == (405, 3, 2)
     assert (counts["figures"], counts["explorers"]) == (2, 1)
-    assert abs(counts["minutes"] - (405 / 140 + 4 / 10 + 2 * 0.5 + 2 * 1.5 + 1 * 2.0)) < 1e-9
+    assert abs(counts["minutes"] - (405 / 140 + 3 / 10 + 2 * 0.5 + 2 * 1.5 + 1 * 2.0)) < 1e-9
 
 
 def test_folded_boxes_are_left_out():

@@ -1,4 +1,4 @@
-"""mha.softmax_demo: the computation behind the first explorer (book/for_teachers.ipynb)."""
+"""mha.chapters.softmax_demo: chapter 1's worked row and its temperature explorer (book/01_single_head_limits.ipynb)."""
 
 import math
 
@@ -84,3 +84,43 @@ def test_plot_and_alt_text():
     assert softmax_demo.describe_temperature(1.0) == (
         "Bar chart of the attention weights at temperature 1: 'cat' gets 0.46, entropy 1.89 bits."
     )
+
+
+def test_worked_row_by_hand_and_by_pytorch():
+    row = softmax_demo.worked_row()
+    # the scores are the dot products of the query with each key: the explorer's scores
+    assert row["scores"].tolist() == list(softmax_demo.SCORES)
+    by_hand = reference_softmax(softmax_demo.SCORES, 1.0)
+    assert torch.allclose(row["weights"], torch.tensor(by_hand, dtype=torch.float64))
+    output = [sum(w * v[i] for w, v in zip(by_hand, softmax_demo.VALUES)) for i in range(2)]
+    assert torch.allclose(row["output"], torch.tensor(output, dtype=torch.float64))
+    q, k, v = (
+        torch.tensor(x, dtype=torch.float64) for x in ([softmax_demo.QUERY], softmax_demo.KEYS, softmax_demo.VALUES)
+    )
+    reference = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=1.0)
+    assert torch.allclose(row["output"], reference[0])
+    hot = softmax_demo.worked_row(4.0)
+    assert torch.allclose(hot["weights"], softmax_demo.softmax_with_temperature(softmax_demo.SCORES, 4.0))
+    with pytest.raises(ValueError, match="positive finite number, found 0"):
+        softmax_demo.worked_row(0)
+
+
+def test_worked_row_figure():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mha.viz.describe import smallest_text_pt
+
+    fig = viz.softmax_demo.plot_worked_row()
+    ax_s, ax_w, ax_o = fig.axes
+    row = softmax_demo.worked_row()
+    assert [bar.get_width() for bar in ax_s.patches] == pytest.approx(row["scores"].tolist())
+    assert [bar.get_width() for bar in ax_w.patches] == pytest.approx(row["weights"].tolist())
+    assert ax_w.get_xlabel() == "attention weight" and ax_s.get_ylabel() == "key token"
+    star = ax_o.collections[-1].get_offsets()[0]
+    assert star.tolist() == pytest.approx(row["output"].tolist())
+    assert "(1.50, 0.89)" in [t.get_text().split("\n")[-1] for t in ax_o.texts]
+    assert smallest_text_pt(fig) >= 6.5  # drawn 6.9 inches wide at 100 dpi: full size on the page
+    plt.close(fig)

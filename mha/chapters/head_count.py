@@ -451,15 +451,17 @@ def weight_split(seed: int = 0) -> dict:
 
 def format_control(budgets=(1500, 6000)) -> str:
     """A text table of the control: one row per (learning rate, readout width), with the whole model's
-    parameters and, per budget, the held-out median [min, max] over seeds and the seeds solved."""
+    parameters and, per budget, the held-out median [min, max] over seeds and the seeds solved
+    (``2/3``: two of three seeds)."""
     summaries = {b: control_summary(b) for b in budgets}
     params = {(r["lr"], r["readout_width"]): r["params"] for r in load_control()["runs"]}
-    head = f"{'lr':>6s} {'width':>5s} {'params':>7s}" + "".join(f"   {f'{b:,} steps':>25s}" for b in budgets)
+    # 68 characters for two budgets: the table fits the book's code column (74) without scrolling
+    head = f"{'lr':>6s} {'width':>5s} {'params':>7s}" + "".join(f"   {f'{b:,} steps, solved':>21s}" for b in budgets)
     lines = [head]
     for config in sorted(summaries[budgets[0]]):
         cells = ""
         for b in budgets:
             s = summaries[b][config]
-            cells += f"   {s['median']:.2f} [{s['min']:.2f}, {s['max']:.2f}] {s['solved']}/{len(s['values'])} solved"
+            cells += f"   {s['median']:.2f} [{s['min']:.2f}, {s['max']:.2f}] {s['solved']}/{len(s['values'])}"
         lines.append(f"{config[0]:6.3f} {config[1]:5d} {params[config]:7,d}{cells}")
     return "\n".join(lines)

@@ -37,7 +37,7 @@ def check_merge_costs(concat=None, average=None, concat_lowrank=None, *, d_model
             0: "concatenating is free, but W^O (d_model x d_model) is not",
         },
         "average": {
-            0: "a common claim: the mean has no parameters, but W_up (d_k x d_model) brings d_k back to d_model",
+            0: "the mean is free; W_up (d_k x d_model + bias) is not",
             dh * d: "W_up has a bias too: d_model more",
             d * d + d: "W_up maps the d_k-wide mean, so it is d_k x d_model, not d_model x d_model",
         },

@@ -110,7 +110,7 @@ def mix_heads(heads: torch.Tensor, coefficients: torch.Tensor) -> torch.Tensor:
             f"coefficients must have shape (H,) = ({num_heads},) or (B, T, H) = "
             f"{(batch_size, seq_len, num_heads)}, found {tuple(coefficients.shape)}"
         )
-    return torch.einsum("bth,bhtd->btd", coefficients, heads)  # (B, T, Dh)
+    return torch.einsum("bth,bhtd->btd", coefficients, heads)  # (B,T,Dh)
 
 
 def sum_of_head_projections(heads: torch.Tensor, out_proj_weight: torch.Tensor) -> torch.Tensor:
@@ -154,7 +154,8 @@ class ConcatMerge(nn.Module):
         return None
 
     def forward(self, heads, x):
-        return self.out_proj(merge_heads(heads))  # (B, T, H*Dh) -> (B, T, D)
+        concatenated = merge_heads(heads)  # (B, T, H*Dh)
+        return self.out_proj(concatenated)  # (B, T, D)
 
 
 class LowRankConcatMerge(nn.Module):
@@ -175,7 +176,9 @@ class LowRankConcatMerge(nn.Module):
         return None
 
     def forward(self, heads, x):
-        return self.out_proj(self.down(merge_heads(heads)))  # (B, T, D) -> (B, T, Dh) -> (B, T, D)
+        concatenated = merge_heads(heads)  # (B, T, H*Dh) = (B, T, D)
+        bottleneck = self.down(concatenated)  # (B, T, Dh)
+        return self.out_proj(bottleneck)  # (B, T, D)
 
 
 class AverageMerge(nn.Module):
@@ -192,7 +195,8 @@ class AverageMerge(nn.Module):
         return heads.new_full((batch_size, seq_len, num_heads), 1.0 / num_heads)  # (B, T, H)
 
     def forward(self, heads, x):
-        mixed = mix_heads(heads, self.coefficients(heads, x))  # (B, T, Dh), the mean
+        coefficients = self.coefficients(heads, x)  # (B, T, H), all 1/H
+        mixed = mix_heads(heads, coefficients)  # (B, T, Dh), the mean
         return self.out_proj(mixed)  # (B, T, D)
 
 
@@ -207,9 +211,10 @@ class WeightedMerge(AverageMerge):
         self.head_logits = nn.Parameter(torch.zeros(num_heads))  # (H,)
 
     def coefficients(self, heads, x):
-        """softmax(logits), the same for every token. Returns (B, T, H)."""
+        """softmax(logits), the same for every token: (B, T, H)."""
         batch_size, _, seq_len, _ = heads.shape
-        return F.softmax(self.head_logits, dim=0).expand(batch_size, seq_len, -1)  # (B, T, H)
+        weights = F.softmax(self.head_logits, dim=0)  # (H,)
+        return weights.expand(batch_size, seq_len, -1)  # (B, T, H)
 
 
 class GatedMerge(AverageMerge):
@@ -224,7 +229,10 @@ class GatedMerge(AverageMerge):
         self.gate = nn.Linear(d_model, num_heads, bias=bias)
 
     def coefficients(self, heads, x):
-        """softmax over heads of the gate logits of each query token. Returns (B, T, H)."""
+        """softmax over heads of each query token's gate logits.
+
+        Returns (B, T, H).
+        """
         return F.softmax(self.gate(x), dim=-1)  # (B, T, H)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from pathlib import Path
 from typing import NamedTuple
 
@@ -283,10 +284,11 @@ def head_value_vectors(attn, x: torch.Tensor) -> torch.Tensor:
     plus W_O's bias, is the attention block's output.
 
     Shapes: x (B, T, D), the input of the attention block ``attn`` (:class:`mha.MultiHeadAttention`).
-    Returns (B, H, T, D).
+    Returns (B, H, T, D). Chapter 11 prints the body: keep its lines within 74 characters.
     """
-    values = split_heads(attn.v_proj(x), attn.num_heads)  # (B, T, D) -> (B, H, T, Dh)
-    w_o = attn.out_proj.weight.view(x.shape[-1], attn.num_heads, attn.head_dim)  # (D, H*Dh) -> (D, H, Dh)
+    values = split_heads(attn.v_proj(x), attn.num_heads)  # (B, H, T, Dh)
+    shape = (x.shape[-1], attn.num_heads, attn.head_dim)
+    w_o = attn.out_proj.weight.view(shape)  # (D, H*Dh) -> (D, H, Dh)
     return torch.einsum("bhtk,dhk->bhtd", values, w_o)  # (B, H, T, D)
 
 
@@ -340,7 +342,12 @@ class Check(NamedTuple):
     lines: tuple
 
     def __repr__(self) -> str:
-        return "\n".join(self.lines)
+        """The report, each line wrapped at 74 characters so that it fits the book's code column."""
+        out = []
+        for line in self.lines:
+            indent = " " * (len(line) - len(line.lstrip()) + 2)
+            out += textwrap.wrap(line, 74, subsequent_indent=indent, break_on_hyphens=False) or [line]
+        return "\n".join(out)
 
 
 def _refuse(step: str, message: str) -> Check:

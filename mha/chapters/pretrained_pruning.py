@@ -128,11 +128,19 @@ def margin_gradients(model: BertEncoder, batches) -> np.ndarray:
     """
     param = next(model.parameters())
     config = model.config
-    gates = torch.ones(config.num_layers, config.num_heads, dtype=param.dtype, device=param.device)
+    # the lines from here to ``grads = ...`` are printed on chapter 11's page: at most 74 characters
+    shape = (config.num_layers, config.num_heads)
+    gates = torch.ones(shape, dtype=param.dtype, device=param.device)
     gates.requires_grad_(True)
-    with one_thread():  # on a CPU, many small backward ops: one thread is several times faster here
-        margins = pair_margins(*(gated_embeddings(model, b, gates) for b in batches))  # (N,)
-        grads = [torch.autograd.grad(m, gates, retain_graph=True)[0] for m in margins]  # N x (L, H)
+    # on a CPU, many small backward ops: one thread is several times faster
+    with one_thread():
+        embeddings = (gated_embeddings(model, b, gates) for b in batches)
+        margins = pair_margins(*embeddings)  # (N,)
+
+        def grad(margin):  # d margin / d gates: (L, H)
+            return torch.autograd.grad(margin, gates, retain_graph=True)[0]
+
+        grads = [grad(m) for m in margins]  # N x (L, H)
     return torch.stack(grads).to("cpu", torch.float64).numpy()  # (N, L, H)
 
 

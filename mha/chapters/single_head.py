@@ -296,7 +296,7 @@ def check_content_only(prefer_cat, output=None, output_swapped=None) -> Verdict:
         slips = [
             (
                 by_position,
-                "that is the answer with positions in the keys; here the weight follows the word cat wherever it is",
+                "positions in the keys do that; weight follows cat",
             ),
             (torch.tensor([1 - p, p]), "the weight p is on cat, so the 'cat' feature gets p"),
         ]

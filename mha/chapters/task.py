@@ -219,10 +219,14 @@ class RelationModel(nn.Module):
     def forward(self, tokens: torch.Tensor):
         batch_size, seq_len = tokens.shape
         positions = torch.arange(seq_len, device=tokens.device)
-        x = self.token_embedding(tokens) + self.position_embedding(positions)  # (B, T, D)
-        attended, weights = self.attention(x, mask=self.mask[:seq_len, :seq_len])  # (B, T, D), (B, H, T, T)
+        x = self.token_embedding(tokens)  # (B, T, D)
+        x = x + self.position_embedding(positions)  # (B, T, D)
+        mask = self.mask[:seq_len, :seq_len]  # (T, T)
+        # attended (B, T, D), weights (B, H, T, T)
+        attended, weights = self.attention(x, mask=mask)
         logits = self.readout(x + attended)  # (B, T, R*V)
-        return logits.view(batch_size, seq_len, self.num_relations, self.vocab_size), weights  # (B, T, R, V)
+        shape = (batch_size, seq_len, self.num_relations, self.vocab_size)
+        return logits.view(shape), weights  # (B, T, R, V)
 
 
 def make_model(
