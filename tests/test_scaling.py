@@ -13,7 +13,7 @@ from torch import nn  # noqa: E402
 
 import mha  # noqa: E402
 from mha import viz  # noqa: E402
-from mha.chapters import scaling  # noqa: E402
+from mha.chapters import head_split, scaling  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -137,14 +137,14 @@ def test_count_operations():
 def test_head_blocks_match_split_heads(num_heads):
     x = torch.arange(12.0).reshape(1, 1, 12)  # feature j holds the value j
     heads = mha.split_heads(x, num_heads)  # (1, H, 1, Dh)
-    for i, cols in enumerate(scaling.head_blocks(12, num_heads)):
+    for i, cols in enumerate(head_split.head_blocks(12, num_heads)):
         assert heads[0, i, 0].tolist() == [float(c) for c in cols]
     fig = viz.scaling.render_head_split(num_heads)
     assert f"h = {num_heads} heads" in fig.axes[0].get_title()
     labels = [t.get_text() for t in fig.axes[0].texts]
     assert any(label.startswith("$XW^Q$") and "all input features" in label for label in labels)  # not X
-    assert str(12 // num_heads) in scaling.describe_head_split(num_heads)
-    assert "X W_Q" in scaling.describe_head_split(num_heads)
+    assert str(12 // num_heads) in head_split.describe_head_split(num_heads)
+    assert "X W_Q" in head_split.describe_head_split(num_heads)
 
 
 def test_every_head_reads_every_input_feature():
@@ -158,7 +158,7 @@ def test_every_head_reads_every_input_feature():
 
 def test_head_blocks_errors():
     with pytest.raises(ValueError, match=r"d_model \(12\) must be divisible by num_heads \(5\)"):
-        scaling.head_blocks(12, 5)
+        head_split.head_blocks(12, 5)
 
 
 def test_check_merge_heads():
@@ -277,3 +277,179 @@ def test_fully_masked_row_paths(bias):
     assert torch.all(F.scaled_dot_product_attention(q, q, q, attn_mask=mask)[0, :, 3] == 0)
     found_row_0 = scaling.fully_masked_row_paths(module, x, mask, row=0)
     assert set(found_row_0.values()) == {"other"}
+
+
+# ---- the head split's index mapping: (B, T, D) -> (B, T, H, Dh) -> (B, H, T, Dh) -------------
+
+RIGHT, SLIP = head_split.SPLIT_RESHAPES
+
+
+def grid_of(fig, gid):
+    """The texts with ``gid`` as a grid read off the picture: rows top to bottom, cells left to
+    right; returns (labels per row, x of each cell in the top row)."""
+    texts = [t for t in fig.axes[0].texts if t.get_gid() == gid]
+    rows = {}
+    for t in texts:
+        rows.setdefault(round(t.get_position()[1], 6), []).append(t)
+    ordered = [sorted(rows[y], key=lambda t: t.get_position()[0]) for y in sorted(rows, reverse=True)]
+    return [[t.get_text() for t in row] for row in ordered], [t.get_position()[0] for t in ordered[0]] if rows else []
+
+
+def labels(tensor):
+    """t·f labels (counted from 1) of an index tensor's entries t·12 + f, computed here by hand."""
+    return [[f"{v // 12 + 1}·{v % 12 + 1}" for v in row] for row in tensor.tolist()]
+
+
+@pytest.mark.parametrize("reshape", [RIGHT, SLIP])
+@pytest.mark.parametrize("num_heads", [1, 2, 3, 4, 6, 12])
+def test_head_index_picture_draws_what_the_ops_produce(num_heads, reshape):
+    head_dim = 12 // num_heads
+    x = torch.arange(36).view(1, 3, 12)  # (B, T, D): entry t·12 + f
+    if reshape == RIGHT:
+        heads = x.view(1, 3, num_heads, head_dim).transpose(1, 2)  # (B, H, T, Dh)
+        assert torch.equal(heads, mha.split_heads(x.double(), num_heads).long())
+    else:
+        heads = x.view(1, num_heads, 3, head_dim)  # (B, H, T, Dh), the slip
+    fig = viz.scaling.render_head_index(num_heads, reshape)
+    # (a) the input, one token per row
+    drawn, _ = grid_of(fig, "input-cell")
+    assert drawn == labels(x[0])
+    # (c) the heads: panel h (columns h·Dh .. (h+1)·Dh - 1 of the picture) is heads[h], a row per position
+    drawn, xs = grid_of(fig, "head-cell")
+    assert drawn == labels(torch.cat(list(heads[0]), dim=1))  # (T, H·Dh): panels side by side
+    steps = [b - a for a, b in zip(xs, xs[1:])]
+    boundaries = [i + 1 for i, step in enumerate(steps) if step > 1.0 + 1e-9]
+    assert boundaries == [head_dim * h for h in range(1, num_heads)]  # a gap between panels only
+    names = [t.get_text() for t in fig.axes[0].texts if t.get_gid() == "head-name"]
+    # (b) exists only for view + transpose: each token's row cut into the heads' blocks
+    drawn, _ = grid_of(fig, "view-cell")
+    if reshape == RIGHT:
+        assert drawn == labels(x.view(1, 3, num_heads, head_dim)[0].reshape(3, 12))
+        assert len(names) == 2 * num_heads
+    else:
+        assert drawn == [] and len(names) == num_heads
+    # a red edge on exactly the cells that the slip puts elsewhere than split_heads
+    right = x.view(1, 3, num_heads, head_dim).transpose(1, 2)
+    edges = [
+        p for p in fig.axes[0].patches if p.get_edgecolor()[:3] == matplotlib.colors.to_rgb(viz.scaling.WRONG_EDGE)
+    ]
+    assert len(edges) == int((heads != right).sum())
+    title = next(t.get_text() for t in fig.axes[0].texts if t.get_fontsize() == 11)
+    if reshape == RIGHT:
+        assert title.startswith("Right:")
+    elif num_heads > 1:
+        assert title.startswith("Wrong:") and f"view(1, {num_heads}, 3, {head_dim})" in title
+    else:
+        assert "the same as view + transpose" in title
+
+
+@pytest.mark.parametrize("num_heads", [1, 2, 3, 4, 6, 12])
+def test_head_index_input_cells_are_coloured_by_the_head_they_land_in(num_heads):
+    head_dim = 12 // num_heads
+    x = torch.arange(36).view(1, 3, 12)
+    for reshape, heads in (
+        (RIGHT, x.view(1, 3, num_heads, head_dim).transpose(1, 2)),
+        (SLIP, x.view(1, num_heads, 3, head_dim)),
+    ):
+        fig = viz.scaling.render_head_index(num_heads, reshape)
+        cells = fig.axes[0].patches[:36]  # (a) is drawn first, token by token
+        for value, cell in enumerate(cells):
+            head = int((heads[0] == value).nonzero()[0, 0])
+            assert cell.get_facecolor()[:3] == pytest.approx(viz.scaling._light(viz.plotting.head_color(head)))
+
+
+@pytest.mark.parametrize("num_heads", [1, 2, 3, 4, 6, 12])
+def test_the_slip_differs_from_split_heads_unless_one_head_or_one_token(num_heads):
+    for seq_len in (1, 2, 3, 5):
+        slip = head_split.split_steps(num_heads, SLIP, seq_len=seq_len)
+        right = head_split.split_steps(num_heads, RIGHT, seq_len=seq_len)
+        assert right["right"] and right["view"].shape == (1, seq_len, num_heads, 12 // num_heads)
+        assert slip["view"] is None and slip["heads"].shape == right["heads"].shape
+        same = torch.equal(slip["heads"], right["heads"])
+        assert slip["right"] == same == (num_heads == 1 or seq_len == 1)
+
+
+def test_describe_head_index_names_the_mapping():
+    text = head_split.describe_head_index(3, RIGHT)
+    assert "(B, T, D) = (1, 3, 12)" in text and "view(1, 3, 3, 4)" in text and "transpose(1, 2)" in text
+    assert "head 1: token 1 features 1-4, token 2 features 1-4, token 3 features 1-4" in text
+    assert "head 2: token 1 features 5-8, token 2 features 5-8" in text and "contiguous" in text
+    text = head_split.describe_head_index(2, SLIP)
+    assert text.count("Wrong") == 1 and "view(1, 2, 3, 6) without transpose" in text
+    assert "head 1: token 1 features 1-6, token 1 features 7-12, token 2 features 1-6" in text
+    assert "head 2: token 2 features 7-12, token 3 features 1-6, token 3 features 7-12" in text
+    text = head_split.describe_head_index(1, SLIP)
+    assert "Wrong" not in text and "The same as view + transpose" in text
+    assert head_split.describe_head_index(12, SLIP).count("head ") >= 12
+    assert "a view of the transposed tensor raises an error" in head_split.describe_head_index(6, RIGHT)
+    assert "here a view would work too" in head_split.describe_head_index(12, RIGHT)  # dₖ = 1
+    assert "here a view would work too" in head_split.describe_head_index(1, RIGHT)
+    for num_heads in (1, 2, 3, 4, 6, 12):
+        for reshape in (RIGHT, SLIP):
+            steps = head_split.split_steps(num_heads, reshape)
+            for i, head in enumerate(steps["heads"][0]):
+                row = head_split.describe_row(head[-1].tolist())
+                if reshape == SLIP or i < 2:
+                    assert row in head_split.describe_head_index(num_heads, reshape)
+
+
+@pytest.mark.parametrize("seq_len", [1, 3])
+@pytest.mark.parametrize("num_heads", [1, 2, 3, 4, 6, 12])
+def test_merging_back_needs_contiguous_or_reshape(num_heads, seq_len):
+    """The caption's claim: a view of the transposed heads fails (h > 1 heads of dₖ > 1 features,
+    T > 1 tokens); contiguous().view or reshape works."""
+    x = torch.arange(seq_len * 12).view(1, seq_len, 12)  # (B, T, D)
+    out = mha.split_heads(x.double(), num_heads).contiguous()  # (B, H, T, Dh), as attention returns it
+    back = out.transpose(1, 2)  # (B, T, H, Dh): its memory is still in head order
+    if num_heads > 1 and 12 // num_heads > 1 and seq_len > 1:
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            back.view(1, seq_len, 12)
+    else:  # a head of one feature, or one head, or one token: the strides still allow a view
+        assert torch.equal(back.view(1, seq_len, 12).long(), x)
+    assert torch.equal(back.contiguous().view(1, seq_len, 12).long(), x)
+    assert torch.equal(back.reshape(1, seq_len, 12).long(), x)
+    assert torch.equal(mha.merge_heads(out).long(), x)
+
+
+def test_head_index_errors():
+    with pytest.raises(ValueError, match=r"reshape must be one of \['view \+ transpose', 'view, no transpose'\]"):
+        head_split.split_steps(2, "reshape")
+    with pytest.raises(ValueError, match=r"d_model \(12\) must be divisible by num_heads \(5\)"):
+        head_split.split_steps(5)
+    with pytest.raises(ValueError, match="seq_len"):
+        head_split.index_tensor(0)
+
+
+def test_head_index_explorer_frames():
+    """The chapter's explorer: 10 frames, one per (h, reshape), legible at the book's width."""
+    from mha.viz import describe, widgets
+    from mha.viz.controls import Choice
+
+    ex = widgets.explorer(
+        viz.scaling.HeadIndexPlot(),
+        {
+            "num_heads": Choice([1, 2, 3, 4, 6], label="number of heads h"),
+            "reshape": Choice(list(head_split.SPLIT_RESHAPES), label="reshape", names=head_split.SPLIT_RESHAPE_NAMES),
+        },
+        title="Which feature of which token lands in which head",
+        alt=head_split.describe_head_index,
+        initial={"num_heads": 3},
+        live="frames",
+    )
+    assert ex.frame_count == 10 and len(ex.frames) == 10  # every frame differs, h = 1 too (step (b))
+    assert ex.combos[ex.start] == {"num_heads": 3, "reshape": RIGHT}
+    assert describe.text_px(ex.text_pt, ex.dpi, ex.frame_size[0], describe.EXPLORER_COLUMN_PX) >= describe.MIN_TEXT_PX
+    assert ex.alts[ex.start] == head_split.describe_head_index(3, RIGHT)
+    assert "view(B, H, T, Dh), no transpose" in ex.html
+
+
+def test_head_index_plot_shows_a_drawn_figure_for_each_choice():
+    from mha.viz.live import Painter
+
+    plot = viz.scaling.HeadIndexPlot()
+    fig = plot.draw(2, SLIP)
+    assert plot.update(fig, 2, SLIP) is None and plot.update(fig, 2, RIGHT) is False
+    painter = Painter(plot, "index")
+    first = painter.png({"num_heads": 2, "reshape": SLIP})
+    painter.png({"num_heads": 3, "reshape": RIGHT})
+    assert painter.png({"num_heads": 2, "reshape": SLIP}) == first and len(painter.figures) == 2

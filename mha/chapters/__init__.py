@@ -21,7 +21,7 @@ from pathlib import Path
 #: chapter's figures and explorers are in the :mod:`mha.viz` modules of the same names.
 CHAPTERS: dict[int, tuple[str, tuple[str, ...]]] = {
     1: ("book/01_single_head_limits", ("single_head", "softmax_demo", "head_count", "task")),
-    2: ("book/02_multi_head_math", ("scaling",)),
+    2: ("book/02_multi_head_math", ("scaling", "head_split")),
     3: ("book/03_worked_example", ("worked", "worked_diagnosis", "worked_edit")),
     4: ("book/04_build_it_yourself", ("build",)),
     5: ("book/05_parameter_analysis", ("configs", "config_exercises", "tables")),

@@ -9,8 +9,8 @@ the softmax then puts almost all its weight on the largest one (it *saturates*) 
 
 **Heads.** :func:`head_blocks` gives the columns :func:`mha.split_heads` hands to each head: the
 ``d_model`` columns of the projected queries ``X W_Q`` (each one a weighted sum of *all* input
-features) cut into ``h`` blocks of ``d_k = d_model / h``. :func:`count_operations` counts the
-matrix products and softmaxes of one forward pass.
+features) cut into ``h`` blocks of ``d_k = d_model / h``: see :mod:`mha.chapters.head_split`.
+:func:`count_operations` counts the matrix products and softmaxes of one forward pass.
 
 The figures and explorer frames are in :mod:`mha.viz.scaling`.
 
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import math
+import textwrap
 from collections import Counter
 
 import torch
@@ -188,34 +189,6 @@ def describe_scaling(d_k: int = 64, scale: str = "1/√d_k") -> str:
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Cutting d_model into heads
-# --------------------------------------------------------------------------------------------
-
-
-def head_blocks(d_model: int, num_heads: int) -> list[range]:
-    """The columns of ``X W_Q`` each head receives from :func:`mha.split_heads`: head i (counted
-    from 1) gets columns ``(i-1)·d_k .. i·d_k - 1`` (counted from 0), each a weighted sum of every
-    input feature.
-    """
-    from ..checks import check_divisible
-
-    d_model = check_positive_int("d_model", d_model)
-    num_heads = check_positive_int("num_heads", num_heads)
-    check_divisible("d_model", d_model, "num_heads", num_heads)
-    head_dim = d_model // num_heads
-    return [range(i * head_dim, (i + 1) * head_dim) for i in range(num_heads)]
-
-
-def describe_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4) -> str:
-    """Alt text for :func:`mha.viz.scaling.render_head_split`."""
-    head_dim = d_model // num_heads
-    return (
-        f"The {seq_len} by {d_model} projected queries X W_Q, whose columns are cut into {num_heads} "
-        f"coloured blocks of {head_dim} columns, one per head."
-    )
-
-
 #: Torch functions that multiply matrices, and the exponential at the heart of mha's softmax.
 MATRIX_PRODUCTS = {"linear", "matmul", "__matmul__", "bmm", "mm", "addmm", "baddbmm", "einsum"}
 
@@ -291,6 +264,11 @@ def fully_masked_row_paths(module: torch.nn.MultiheadAttention, x: torch.Tensor,
     return found
 
 
+def _fold(hint: str) -> str:
+    """``hint`` folded to the book's code column (74 characters; ``"  hint: "`` takes 8)."""
+    return textwrap.fill(hint, width=74, initial_indent=" " * 8, subsequent_indent=" " * 8)[8:]
+
+
 def check_merge_heads(fn) -> Verdict:
     """Exercise 1: does ``fn(x)`` undo :func:`mha.split_heads` for several shapes?
 
@@ -321,14 +299,14 @@ def check_merge_heads(fn) -> Verdict:
             hint = f"expected shape {shape}, found {tuple(got.shape)}"
             if tuple(got.shape) == (batch_size, num_heads * seq_len, d_model // num_heads):
                 hint += ": that is a vertical stack, one row per (head, token); concatenate along the features"
-            return wrong(title, "shape", f"{where}: {hint}")
+            return wrong(title, "shape", _fold(f"{where}: {hint}"))
         if not torch.isfinite(got).all():
             return wrong(title, "values", f"{where}: the result holds NaN or infinity")
         if not torch.equal(got, x):
             hint = "merge(split(x)) != x: are the heads concatenated along the feature axis, in order?"
             if num_heads > 1 and seq_len > 1 and torch.equal(got, heads.reshape(shape)):
                 hint = "a reshape without moving the head axis back mixes tokens: transpose(1, 2) first"
-            return wrong(title, "values", f"{where}: {hint}")
+            return wrong(title, "values", _fold(f"{where}: {hint}"))
     return right(title, "correct: merge_heads(split_heads(x)) == x for every shape tried")
 
 

@@ -1,4 +1,5 @@
-"""Chapter 2's figures: the sqrt(d_k) sweep and its explorer, and how split_heads cuts the projected queries.
+"""Chapter 2's figures: the sqrt(d_k) sweep and its explorer, how split_heads cuts the projected queries,
+and which feature of which token lands in which head (view + transpose, and view alone).
 
 The numbers come from :mod:`mha.chapters.scaling`.
 """
@@ -9,7 +10,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from ..chapters.scaling import NUM_KEYS, head_blocks, sample_scores, score_stats, sorted_weight_profile
+from ..chapters.head_split import head_blocks
+from ..chapters.scaling import NUM_KEYS, sample_scores, score_stats, sorted_weight_profile
 from .artists import spines, suptitle
 from .live import LiveFigure
 from .plotting import head_color
@@ -252,3 +254,176 @@ class HeadSplitPlot(LiveFigure):
         shape.set_text(f"(h, T, dₖ) = ({num_heads}, {seq_len}, {head_dim})")
         shape.set_x((2 * right_x + d_model + gap * (num_heads - 1)) / 2)
         ax.set_title(_split_title(num_heads, d_model))
+
+
+# --------------------------------------------------------------------------------------------
+# The index mapping: which feature of which token lands in which head
+# --------------------------------------------------------------------------------------------
+
+#: Inches per cell of :func:`render_head_index`: room for a 9-point "3·12" in every cell.
+INDEX_CELL = 0.36
+#: Cells left of the grids, for the row labels ("position 3").
+INDEX_LABELS = 2.9
+#: Edge of a cell that the slip puts somewhere view + transpose does not.
+WRONG_EDGE = "#B00020"
+
+
+def _light(color: str, share: float = 0.45):
+    """``color`` mixed with white (``share`` of the colour): black 9-point text stays legible on it."""
+    from matplotlib.colors import to_rgb
+
+    return tuple(1 - share * (1 - c) for c in to_rgb(color))
+
+
+def _index_gap(num_heads: int) -> float:
+    """Cells between two heads' blocks: at most 2 cells in all, so every h fits one canvas."""
+    return 0.5 if num_heads <= 5 else 2.0 / (num_heads - 1)
+
+
+def _index_cells(ax, values, x0: float, y0: float, *, heads, gap: list, wrong=None, gid: str, d_model: int):
+    """Draw ``values`` (rows of entries of the index tensor) as cells labelled ``t·f``, top row
+    first: cell (r, c) at ``x0 + c + gap[c]``, coloured by head ``heads[r][c]``, with a red edge
+    where ``wrong[r][c]``."""
+    from ..chapters.head_split import cell_label
+
+    rows = len(values)
+    for r, row in enumerate(values):
+        for c, value in enumerate(row):
+            head = heads[r][c]
+            x, y = x0 + c + gap[c], y0 + rows - 1 - r
+            bad = wrong is not None and wrong[r][c]
+            ax.add_patch(
+                Rectangle(
+                    (x, y),
+                    1,
+                    1,
+                    facecolor=_light(head_color(head)),
+                    edgecolor=WRONG_EDGE if bad else "white",
+                    lw=2.0 if bad else 1.0,
+                )
+            )
+            ax.text(x + 0.5, y + 0.5, cell_label(value, d_model), ha="center", va="center", fontsize=9, gid=gid)
+
+
+def _index_titles(num_heads: int, reshape: str, seq_len: int, d_model: int, right: bool):
+    from ..chapters.head_split import SPLIT_RIGHT
+
+    head_dim = d_model // num_heads
+    if reshape == SPLIT_RIGHT:
+        features = "1 feature" if head_dim == 1 else f"{head_dim} features"
+        title = f"Right: view + transpose: each head gets {features} of every token"
+        if num_heads == 1:
+            title = f"Right: view + transpose: one head gets all {d_model} features"
+        view = f"(b) q.view(1, {seq_len}, {num_heads}, {head_dim}): (B, T, H, Dh), each token cut into heads"
+        last = f"(c) .transpose(1, 2): (B, H, T, Dh) = (1, {num_heads}, {seq_len}, {head_dim}), a panel per head"
+    else:
+        shape = f"view(1, {num_heads}, {seq_len}, {head_dim})"
+        title = (
+            f"{shape}, no transpose: the same as view + transpose here"
+            if right
+            else f"Wrong: {shape}, no transpose: position t is not token t"
+        )
+        view = ""
+        tail = "red edge: not where view + transpose puts it" if not right else "no cell moves"
+        last = f"(c) q.{shape}: (B, H, T, Dh), {tail}"
+    first = f"(a) q: (B, T, D) = (1, {seq_len}, {d_model}); a cell t·f is token t, feature f"
+    return title, first, view, last
+
+
+def render_head_index(num_heads: int = 3, reshape: str = "view + transpose", d_model: int = 12, seq_len: int = 3):
+    """Which feature of which token lands in which head: the head split of an index tensor.
+
+    (a) the projected queries (1, T, D), entry (t, f) labelled ``t·f`` (counted from 1) and coloured
+    by the head it lands in; (b) after ``view(1, T, H, Dh)``: each token's row cut into h blocks;
+    (c) after ``transpose(1, 2)``: h panels of (T, Dh). With ``reshape="view, no transpose"``, (c) is
+    ``view(1, H, T, Dh)`` of (a) instead (no step (b)), and a red edge marks every cell it puts
+    somewhere else than view + transpose does. Every label is read from the tensors that
+    :func:`mha.chapters.head_split.split_steps` computes with torch, so the picture is the ops' result.
+
+    Returns:
+        matplotlib.figure.Figure
+    """
+    from ..chapters.head_split import SPLIT_RIGHT, split_steps
+
+    steps = split_steps(num_heads, reshape, seq_len, d_model)
+    head_dim = d_model // num_heads
+    x = steps["x"][0].tolist()  # (T, D)
+    heads = steps["heads"][0]  # (H, T, Dh)
+    right_heads = split_steps(num_heads, SPLIT_RIGHT, seq_len, d_model)["heads"][0]  # (H, T, Dh)
+    where = {int(v): h for h in range(num_heads) for v in heads[h].flatten().tolist()}  # value -> its head
+    gap = _index_gap(num_heads)
+    gaps = [gap * (c // head_dim) for c in range(d_model)]
+    title, first, view_text, last = _index_titles(num_heads, reshape, seq_len, d_model, steps["right"])
+
+    width = d_model + 2.0  # the widest row: d_model cells and at most 2 cells of gaps
+    band = seq_len + 2.2  # one step: its cells, its head labels and its heading
+    y_c, y_b, y_a = 0.0, band, 2 * band
+    top = y_a + seq_len + 1.6
+    fig, ax = plt.subplots(figsize=(INDEX_CELL * (width + INDEX_LABELS + 0.4), INDEX_CELL * (top + 0.7)))
+    fig.subplots_adjust(0, 0, 1, 1)
+    heads_of_x = [[where[v] for v in row] for row in x]
+    _index_cells(ax, x, 0.0, y_a, heads=heads_of_x, gap=[0.0] * d_model, gid="input-cell", d_model=d_model)
+    if steps["view"] is not None:
+        view = steps["view"][0].reshape(seq_len, d_model).tolist()  # (T, H·Dh): head blocks side by side
+        view_heads = [[c // head_dim for c in range(d_model)]] * seq_len
+        _index_cells(ax, view, 0.0, y_b, heads=view_heads, gap=gaps, gid="view-cell", d_model=d_model)
+        _head_names(ax, num_heads, head_dim, gap, y_b + seq_len + 0.1)
+    else:
+        ax.text(
+            width / 2,
+            y_b + seq_len / 2,
+            f"no (B, T, H, Dh) step: view(1, {num_heads}, {seq_len}, {head_dim}) refills the new shape\n"
+            f"in memory order, token 1's {d_model} features, then token 2's, ...,\n"
+            f"{head_dim} at a time: {seq_len} rows for head 1"
+            + (f", then {seq_len} for head 2, ..." if num_heads > 1 else ", the only head"),
+            ha="center",
+            va="center",
+            fontsize=10,
+        )
+    # (c): panel h holds heads[h], (T, Dh); its rows are the positions 1..T
+    panels = heads.permute(1, 0, 2).reshape(seq_len, d_model).tolist()  # (T, H·Dh): panels side by side
+    wrong = (heads != right_heads).permute(1, 0, 2).reshape(seq_len, d_model).tolist()
+    panel_heads = [[c // head_dim for c in range(d_model)]] * seq_len
+    _index_cells(ax, panels, 0.0, y_c, heads=panel_heads, gap=gaps, wrong=wrong, gid="head-cell", d_model=d_model)
+    _head_names(ax, num_heads, head_dim, gap, y_c + seq_len + 0.1)
+    for y0, word, shown in ((y_a, "token", True), (y_b, "token", bool(view_text)), (y_c, "position", True)):
+        for t in range(seq_len if shown else 0):
+            ax.text(-0.25, y0 + seq_len - 0.5 - t, f"{word} {t + 1}", ha="right", va="center", fontsize=10)
+    heading = {"ha": "left", "va": "bottom", "fontsize": 10}
+    ax.text(-INDEX_LABELS, y_a + seq_len + 0.25, first, **heading)
+    if view_text:
+        ax.text(-INDEX_LABELS, y_b + seq_len + 0.85, view_text, **heading)
+    ax.text(-INDEX_LABELS, y_c + seq_len + 0.85, last, **heading)
+    ax.text(-INDEX_LABELS, top - 0.35, title, ha="left", va="center", fontsize=11, fontweight="bold")
+    ax.set_xlim(-INDEX_LABELS - 0.2, width + 0.2)
+    ax.set_ylim(-0.4, top + 0.3)
+    ax.axis("off")
+    return fig
+
+
+def _head_names(ax, num_heads: int, head_dim: int, gap: float, y: float) -> None:
+    """The heads' names above their blocks: "head 1", "head 2", ... (beyond 6 heads, the numbers)."""
+    for i in range(num_heads):
+        name = f"head {i + 1}" if num_heads <= 6 else str(i + 1)
+        ax.text(i * (head_dim + gap) + head_dim / 2, y, name, ha="center", va="bottom", fontsize=9, gid="head-name")
+
+
+class HeadIndexPlot(LiveFigure):
+    """:func:`render_head_index` for an explorer: each (h, reshape) has its own layout, drawn once
+    (a live kernel draws the others ahead while idle), so a control move shows a figure already
+    drawn."""
+
+    def __init__(self, d_model: int = 12, seq_len: int = 3):
+        self.d_model, self.seq_len = d_model, seq_len
+
+    def draw(self, num_heads: int = 3, reshape: str = "view + transpose"):
+        fig = render_head_index(num_heads, reshape, self.d_model, self.seq_len)
+        fig._mha_head_index = (num_heads, reshape)
+        return fig
+
+    def layout(self, num_heads: int = 3, reshape: str = "view + transpose"):
+        return (num_heads, reshape)
+
+    def update(self, fig, num_heads: int = 3, reshape: str = "view + transpose"):
+        # a figure shows one combination: the same one needs nothing, another one a new figure
+        return None if getattr(fig, "_mha_head_index", None) == (num_heads, reshape) else False
