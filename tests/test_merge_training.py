@@ -187,7 +187,7 @@ def test_check_merge_costs():
     r = X.check_merge_costs(concat=1024 * 1024)
     assert not r.ok and r.first_error == "concat" and "bias" in repr(r)
     r = X.check_merge_costs(average=0)
-    assert "common claim" in repr(r) and "source" not in repr(r)
+    assert "the mean is free" in repr(r) and "W_up" in repr(r) and "source" not in repr(r)
     r = X.check_merge_costs(average=1024 * 1024 + 1024)
     assert "d_k x d_model" in repr(r)
     r = X.check_merge_costs(concat_lowrank=64 * 1024 + 1024)
