@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mha.chapters import build
+from mha.chapters import build, build_diagnosis
 
 
 def said(verdict) -> str:
@@ -54,6 +54,81 @@ def test_attention_slips(slip, words):
     assert not verdict.ok and words in said(verdict), verdict
 
 
+def _in_place(q, k, v, mask=None):
+    q /= math.sqrt(q.shape[-1])  # changes the caller's tensor
+    return attention(q, k, v, mask, scale=1.0)
+
+
+def _causal_when_square(q, k, v, mask=None):
+    if q.shape[-2] == k.shape[-2]:  # wrong: a mask nobody asked for
+        causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+        mask = causal if mask is None else mask & causal
+    return attention(q, k, v, mask)
+
+
+def _mask_after_softmax(q, k, v, mask=None):
+    weights = attention(q, k, v)[1]
+    weights = weights if mask is None else weights.masked_fill(~mask, 0.0)
+    return weights @ v, weights
+
+
+def _fill_zero(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores = scores if mask is None else scores.masked_fill(~mask, 0.0)
+    weights = scores.softmax(-1)
+    return weights @ v, weights
+
+
+def _log_softmax(q, k, v, mask=None):
+    out, weights = attention(q, k, v, mask)
+    return out, weights.log()
+
+
+def _scale_after(q, k, v, mask=None):
+    weights = attention(q, k, v, mask, scale=1.0)[1] / math.sqrt(q.shape[-1])
+    return weights @ v, weights
+
+
+def _softmax_dim_1(q, k, v, mask=None):
+    return attention(q, k, v, mask, axis=1) if q.dim() == 4 else attention(q, k, v, mask)
+
+
+@pytest.mark.parametrize(
+    "slip, words",
+    [
+        (_in_place, "changed its input q in place"),
+        (_causal_when_square, "T == S"),
+        (lambda q, k, v, mask=None: attention(q, k, v, mask, scale=math.sqrt(k.shape[-2])), "1/√S"),
+        (lambda q, k, v, mask=None: attention(q, k, v, mask, scale=math.sqrt(v.shape[-1])), "1/√Dv"),
+        (lambda q, k, v, mask=None: attention(q, k, v, mask, scale=0.3), "multiplied by 3.333"),
+        (_mask_after_softmax, "after the softmax"),
+        (_fill_zero, "blocked keys get weight"),
+        (_log_softmax, "log_softmax"),
+        (_scale_after, "factor applied after the softmax"),
+        (_softmax_dim_1, "over a batch or head axis (dim -3 of 4)"),
+        (lambda q, k, v, mask=None: attention(q, k, v, mask)[::-1], "swapped"),
+    ],
+)
+def test_attention_diagnoses_from_properties(slip, words):
+    """Issue 34: slips outside the list are named by what the code did, found against expected."""
+    verdict = build.check_attention(slip)
+    assert not verdict.ok and words in said(verdict), verdict
+
+
+def test_scale_read_back_from_the_weights():
+    gen = torch.Generator().manual_seed(1)
+    q, k = torch.randn(2, 4, 5, generator=gen, dtype=torch.float64), torch.randn(2, 6, 5, generator=gen)
+    k = k.double()
+    for c in (1.0, 0.2, 3.0):
+        weights = (q @ k.transpose(-2, -1) * c).softmax(-1)
+        found = build_diagnosis.infer_scale(weights, q @ k.transpose(-2, -1), torch.ones(2, 4, 6, dtype=torch.bool))
+        assert math.isclose(found, c, rel_tol=1e-9)
+    scores, visible = q @ k.transpose(-2, -1), torch.ones(2, 4, 6, dtype=torch.bool)
+    assert build_diagnosis.infer_scale(torch.full((2, 4, 6), 1 / 6), scores, visible) == 0.0  # uniform: c = 0
+    linear = scores - scores.amin(-1, keepdim=True) + 1  # positive, but not a softmax of anything scaled
+    assert build_diagnosis.infer_scale(linear / linear.sum(-1, keepdim=True), scores, visible) is None
+
+
 def test_attention_never_raises():
     def raises(q, k, v, mask=None):
         raise RuntimeError("shapes do not match")
@@ -76,7 +151,7 @@ def test_attention_never_raises():
     ]:
         verdict = build.check_attention(fn)
         assert not verdict.ok and words in said(verdict), (words, verdict)
-        assert all(len(line) <= build.WIDTH == 74 for line in verdict.lines[1:])  # fits the page
+        assert all(len(line) <= build_diagnosis.WIDTH == 74 for line in verdict.lines[1:])  # fits the page
 
 
 def test_attention_tries_an_unbatched_query():
@@ -176,6 +251,10 @@ def test_split_merge():
         (split, lambda x: 1 / 0, "ZeroDivisionError"),
         (lambda x, h: None, merge, "must be a tensor"),
         (split, "merge", "give merge_heads"),
+        # issue 34: a view of the transposed heads works on split's own output but not on a
+        # contiguous (B, H, T, Dh) tensor, such as attention's output
+        (split, lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1), "not contiguous"),
+        (lambda x, h: split(x.mul_(1.0).add_(0.0).div_(2.0).mul_(2.0).add_(1.0), h), merge, "in place"),
     ]
     for s, m, words in slips:
         verdict = build.check_split_merge(s, m)
@@ -195,9 +274,20 @@ class MultiHeadAttention(nn.Module):
     def forward(self, query, key, value, mask=None):
         if self.slip == "kv_from_query":
             key = value = query
-        q, k, v = (
-            split(p(x), self.num_heads) for p, x in ((self.q_proj, query), (self.k_proj, key), (self.v_proj, value))
-        )
+        if self.slip == "kv_swapped":
+            key, value = value, key
+        if self.slip == "always_causal" and mask is None:
+            mask = torch.ones(query.shape[1], key.shape[1], dtype=torch.bool).tril()
+        v_proj = self.k_proj if self.slip == "values_through_k_proj" else self.v_proj
+        if self.slip == "x_at_w":
+            q, k, v = (
+                split(x @ p.weight + p.bias, self.num_heads)
+                for p, x in ((self.q_proj, query), (self.k_proj, key), (v_proj, value))
+            )
+        else:
+            q, k, v = (
+                split(p(x), self.num_heads) for p, x in ((self.q_proj, query), (self.k_proj, key), (v_proj, value))
+            )
         out, weights = attention(
             q,
             k,
@@ -209,7 +299,12 @@ class MultiHeadAttention(nn.Module):
         merged = merge(out)
         if self.slip == "average":
             weights = weights.mean(dim=1)
-        return (merged if self.slip == "no_out_proj" else self.out_proj(merged)), weights
+        output = merged if self.slip == "no_out_proj" else self.out_proj(merged)
+        if self.slip == "residual":
+            output = output + query
+        if self.slip == "layer_norm":
+            output = nn.functional.layer_norm(output + query, output.shape[-1:])
+        return output, weights
 
 
 def with_slip(slip):
@@ -229,6 +324,13 @@ def test_multi_head_attention_right():
         ("no_scale", "not scaled"),
         ("mask_inverted", "mask is inverted"),
         ("average", "averaged over the heads"),
+        # issue 34: every cross-attention case has key != value, and T == S as well as T != S
+        ("kv_swapped", "keys and values are swapped"),
+        ("values_through_k_proj", "values go through k_proj"),
+        ("x_at_w", "x @ W.T + b"),
+        ("residual", "a residual"),
+        ("layer_norm", "LayerNorm inside the module"),
+        ("always_causal", "causal mask when none is given"),
     ],
 )
 def test_multi_head_attention_slips(slip, words):
@@ -259,12 +361,18 @@ def test_multi_head_attention_structure_and_errors():
     def bad_init(d_model, num_heads):
         raise TypeError("missing argument")
 
+    class SmallOut(MultiHeadAttention):
+        def __init__(self, d_model, num_heads):
+            super().__init__(d_model, num_heads)
+            self.out_proj = nn.Linear(d_model // num_heads, d_model)
+
     cases = [
         (NoOut, "out_proj is forgotten"),
         (NoBias, "needs its bias"),
         (Raises, "not written yet"),
         (Nan, "NaN"),
         (bad_init, "TypeError: missing argument"),
+        (SmallOut, "must be nn.Linear(d_model, d_model) = nn.Linear(12, 12), found nn.Linear(4, 12)"),
         (lambda d, h: "module", "nn.Module"),
         (42, "give your class"),
     ]
@@ -278,8 +386,9 @@ def test_reference_slips_are_exact_and_distinct():
     ref = build.reference_module()
     params = build._params(ref)
     gen = torch.Generator().manual_seed(0)
-    query, key = (
+    query, key, value = (
         torch.randn(2, 5, 12, generator=gen, dtype=torch.float64),
+        torch.randn(2, 6, 12, generator=gen, dtype=torch.float64),
         torch.randn(2, 6, 12, generator=gen, dtype=torch.float64),
     )
     causal = torch.ones(5, 6, dtype=torch.bool).tril()
@@ -287,8 +396,8 @@ def test_reference_slips_are_exact_and_distinct():
         mask = causal if slip is None or "mask" in slip else None
         with torch.no_grad():
             kwargs = {"attn_mask": None if mask is None else ~mask, "average_attn_weights": False}
-            expected, expected_w = ref(query, key, key, **kwargs)
-        out, weights = build._mha(params, query, key, key, mask, slip)
+            expected, expected_w = ref(query, key, value, **kwargs)
+        out, weights = build._mha(params, query, key, value, mask, slip)
         if slip is None:
             assert torch.allclose(out, expected) and torch.allclose(weights, expected_w)
         else:

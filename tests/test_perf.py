@@ -226,9 +226,25 @@ def test_check_matrix_bytes_names_the_slip(answer, hint):
 def test_check_matrix_bytes_accepts_the_answer_in_any_number_type():
     import numpy as np
 
-    for answer in (RIGHT_MATRIX, float(RIGHT_MATRIX), np.int64(RIGHT_MATRIX), torch.tensor(RIGHT_MATRIX), 6.4425e9):
+    for answer in (RIGHT_MATRIX, float(RIGHT_MATRIX), np.int64(RIGHT_MATRIX), torch.tensor(RIGHT_MATRIX)):
         check = perf_exercises.check_matrix_bytes(answer)
         assert check.ok and repr(check).endswith("correct"), answer
+
+
+def test_exercise_checkers_honour_their_stated_precision():
+    """Issue 34: bytes exactly, m exactly, l to 3 decimals; a rounded answer is "close", never a method slip."""
+    rounded = perf_exercises.check_matrix_bytes(6.4425e9)
+    assert not rounded.ok and "close: that is rounded; give it to 0 decimals" in repr(rounded)
+    off_by_one = perf_exercises.check_matrix_bytes(RIGHT_MATRIX + 1)
+    assert not off_by_one.ok and "close" in repr(off_by_one) and "recount" not in repr(off_by_one)
+    assert not perf_exercises.check_matrix_bytes(RIGHT_MATRIX + 5_000).ok  # no longer within 1e-4
+    exact_l = (1 + math.exp(-1)) * math.exp(-2) + 1 + math.exp(-1)
+    for l_value in (1.553, 1.5530, round(exact_l, 6), 1.5534):
+        assert perf_exercises.check_online_softmax(4, l_value).ok, l_value
+    for l_value, words in ((1.55, "close"), (1.552, "close"), (1.56, "within 5 %"), (2.0, "1.29 times")):
+        check = perf_exercises.check_online_softmax(4, l_value)
+        assert not check.ok and words in repr(check) and "exp(m_old" not in repr(check), (l_value, check)
+    assert "a later block" in repr(perf_exercises.check_online_softmax(2, exact_l))
 
 
 @pytest.mark.parametrize(

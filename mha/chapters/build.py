@@ -11,83 +11,20 @@ usual slip built in and names the one that matches. It never raises, whatever th
 
 from __future__ import annotations
 
-import functools
-import textwrap
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .answers import Verdict, malformed, right, wrong
-
-#: The width of a verdict's lines: the book's code column shows 75 characters at 1280 px
-#: (issue 33), so a verdict never scrolls sideways.
-WIDTH = 74
-
-# ------------------------------------------------------------------------------------------------
-# Running the learner's code without letting it raise
-# ------------------------------------------------------------------------------------------------
-
-
-def _run(fn, *args, **kwargs):
-    """``(result, None)`` or ``(None, what went wrong)``: the learner's exception becomes a sentence."""
-    try:
-        return fn(*args, **kwargs), None
-    except NotImplementedError:
-        return None, "it raised NotImplementedError: replace the `raise` line with your code"
-    except Exception as error:  # the learner's code: report it, never propagate it
-        return None, f"it raised {type(error).__name__}: {error}"
-
-
-def _read_tensor(name: str, value, shape: tuple, *, allow_nan: bool = False) -> tuple[torch.Tensor | None, str | None]:
-    """``value`` as a float64 CPU tensor of ``shape``, or ``(None, what is wrong with it)``; NaN and
-    infinity are refused unless ``allow_nan`` (a slip can be named first, then the NaN reported)."""
-    if not isinstance(value, torch.Tensor):
-        return None, f"{name} must be a tensor, found {type(value).__name__}"
-    if not (value.is_floating_point() or value.dtype == torch.bool):
-        return None, f"{name} must be a float tensor, found dtype {value.dtype}"
-    if tuple(value.shape) != tuple(shape):
-        return None, f"{name} must have shape {tuple(shape)}, found {tuple(value.shape)}"
-    value = value.detach().cpu().to(torch.float64)
-    if not allow_nan and not torch.isfinite(value).all():
-        return None, f"{name} holds NaN or infinity"
-    return value, None
-
-
-def _readable(check):
-    """A checker whose verdict fits the page: lines wrapped at :data:`WIDTH`, and an unwritten stub
-    (``raise NotImplementedError``) answered as such rather than as an error."""
-
-    @functools.wraps(check)
-    def wrapper(*args, **kwargs) -> Verdict:
-        verdict = check(*args, **kwargs)
-        if any("NotImplementedError" in line for line in verdict.lines[1:]):
-            note = (
-                "  not written yet: replace `raise NotImplementedError(...)` with your code, then run this cell again"
-            )
-            verdict = Verdict(ok=False, first_error="not written", lines=(verdict.lines[0], note))
-        lines = [verdict.lines[0]]
-        for line in verdict.lines[1:]:
-            indent = " " * (len(line) - len(line.lstrip()) + 2)
-            lines += textwrap.wrap(line, WIDTH, subsequent_indent=indent, break_on_hyphens=False) or [line]
-        return Verdict(ok=verdict.ok, first_error=verdict.first_error, lines=tuple(lines))
-
-    return wrapper
-
-
-def _pair(result, where: str):
-    """The learner's ``(output, weights)``, or a problem."""
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        found = f"a {type(result).__name__}" + (
-            f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
-        )
-        return None, f"{where}: return a pair (output, weights), found {found}"
-    return result, None
-
-
-def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and torch.allclose(a, b, rtol=1e-6, atol=1e-8, equal_nan=True)
-
+from .build_diagnosis import (
+    changed_inputs,
+    close,
+    diagnose_weights,
+    read_pair,
+    read_tensor,
+    readable,
+    run_learner,
+)
 
 # ------------------------------------------------------------------------------------------------
 # Step 1: scaled dot-product attention
@@ -123,6 +60,8 @@ def _attention_cases():
         ((2, 3), 4, 6, 5, 7, False),
         ((2, 3), 4, 6, 5, 7, True),
         ((5,), 3, 2, 8, 3, True),
+        ((3,), 5, 5, 4, 6, True),  # T == S: code that is right only when T != S fails here
+        ((2,), 4, 4, 3, 5, False),
         ((), 4, 6, 5, 7, True),
     ]:
         q, k = (torch.randn(*lead, n, dh, generator=gen, dtype=torch.float64) * 2 for n in (t, s))
@@ -148,34 +87,41 @@ UNBATCHED_HINT = (
 
 def _attention_case(fn, title: str, where: str, q, k, v, mask) -> Verdict | None:
     """The verdict on one case of :func:`check_attention`, or None when ``fn`` gets it right."""
-    result, problem = _run(fn, q.clone(), k.clone(), v.clone(), mask=None if mask is None else mask.clone())
-    result, problem = (None, f"for {where}, {problem}") if problem else _pair(result, f"for {where}")
+    passed = {"q": q.clone(), "k": k.clone(), "v": v.clone(), "mask": None if mask is None else mask.clone()}
+    result, problem = run_learner(fn, passed["q"], passed["k"], passed["v"], mask=passed["mask"])
+    result, problem = (None, f"for {where}, {problem}") if problem else read_pair(result, f"for {where}")
     if problem:
         return malformed(title, problem)
+    changed = changed_inputs({"q": q, "k": k, "v": v, "mask": mask}, passed)
+    if changed:
+        return wrong(title, "inputs", f"for {where}: {changed}")
     expected_out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # PyTorch's, True = may attend
     expected_w = _attention(q, k, v, mask)[1]
-    weights, problem = _read_tensor("weights", result[1], expected_w.shape, allow_nan=True)
+    shapes = tuple(tuple(r.shape) if isinstance(r, torch.Tensor) else None for r in result)
+    if shapes == (tuple(expected_w.shape), tuple(expected_out.shape)) and expected_w.shape != expected_out.shape:
+        return wrong(title, "order", f"for {where}: output and weights are swapped: return (output, weights)")
+    weights, problem = read_tensor("weights", result[1], expected_w.shape, allow_nan=True)
     transposed = expected_w.shape[:-2] + (expected_w.shape[-1], expected_w.shape[-2])
     if problem and isinstance(result[1], torch.Tensor) and tuple(result[1].shape) == transposed:
         problem += ": the scores are (T, S), q @ k.transpose(-2, -1), one row per query"
     if problem:
         return wrong(title, "weights", f"for {where}: {problem}")
-    if not _close(weights, expected_w):
+    if not close(weights, expected_w):
         slips = [s for s in ATTENTION_SLIPS if (mask is not None or "mask" not in s)]
-        named = next((s for s in slips if _close(weights, _attention(q, k, v, mask, s)[1])), None)
-        hint = ATTENTION_SLIPS[named] if named else "compare each step with the equation: scores, scale, mask, softmax"
-        if not named and not torch.isfinite(weights).all():
-            hint = "the weights hold NaN or infinity: is a whole row blocked, or -inf added outside the mask?"
-        return wrong(title, "weights", f"for {where}: {hint}")
-    output, problem = _read_tensor("output", result[0], expected_out.shape)
-    if problem or not _close(output, expected_out):
+        named = next((s for s in slips if close(weights, _attention(q, k, v, mask, s)[1])), None)
+        hint = ATTENTION_SLIPS[named] if named else diagnose_weights(weights, q, k, v, mask)
+        if hint is None and q.shape[-2] == k.shape[-2]:
+            hint = "right when T != S but not here, where T == S: does your code treat that case apart?"
+        return wrong(title, "weights", f"for {where}: {hint or 'the weights differ: check the scores, mask, softmax'}")
+    output, problem = read_tensor("output", result[0], expected_out.shape)
+    if problem or not close(output, expected_out):
         return wrong(title, "output", f"for {where}: {problem or 'the weights are right; the output is weights @ v'}")
     if result[0].dtype != q.dtype:
         return wrong(title, "dtype", f"for {where}: the output is {result[0].dtype}, the inputs {q.dtype}: keep it")
     return None
 
 
-@_readable
+@readable
 def check_attention(fn) -> Verdict:
     """Step 1: ``fn(q, k, v, mask=None)`` returns ``(output, weights)``; mask boolean, True = may attend.
 
@@ -207,7 +153,7 @@ def check_attention(fn) -> Verdict:
 # ------------------------------------------------------------------------------------------------
 
 
-@_readable
+@readable
 def check_causal_mask(fn) -> Verdict:
     """Step 2: ``fn(T)`` returns the boolean (T, T) causal mask, True = may attend (key j <= query i)."""
     title = "causal_mask"
@@ -215,7 +161,7 @@ def check_causal_mask(fn) -> Verdict:
         return malformed(title, f"give your function, found {type(fn).__name__}")
     for seq_len in (4, 7, 1):
         expected = torch.ones(seq_len, seq_len, dtype=torch.bool).tril()  # (T, T)
-        mask, problem = _run(fn, seq_len)
+        mask, problem = run_learner(fn, seq_len)
         if problem:
             return malformed(title, f"for T = {seq_len}, {problem}")
         if not isinstance(mask, torch.Tensor):
@@ -263,7 +209,7 @@ def _split(x, num_heads, slip=None):
     return x.view(b, t, num_heads, d // num_heads).transpose(1, 2)  # (B, H, T, Dh)
 
 
-@_readable
+@readable
 def check_split_merge(split_heads, merge_heads) -> Verdict:
     """Step 3: ``split_heads(x, num_heads)``: (B, T, D) -> (B, H, T, Dh), head i holding features
     i·Dh … (i+1)·Dh − 1 (PyTorch's layout); ``merge_heads``: its inverse, (B, H, T, Dh) -> (B, T, D)."""
@@ -275,10 +221,13 @@ def check_split_merge(split_heads, merge_heads) -> Verdict:
     for b, t, d, h in [(2, 5, 12, 3), (1, 3, 8, 2), (3, 2, 6, 6), (2, 4, 8, 1)]:
         x = torch.randn(b, t, d, generator=gen, dtype=torch.float64)  # (B, T, D)
         where, expected = f"x of shape {(b, t, d)}, num_heads = {h}", _split(x, h)
-        heads, problem = _run(split_heads, x.clone(), h)
+        given = x.clone()
+        heads, problem = run_learner(split_heads, given, h)
         if problem:
             return malformed(title, f"split_heads, for {where}: {problem}")
-        got, problem = _read_tensor("split_heads(x)", heads, expected.shape)
+        if changed_inputs({"x": x}, {"x": given}):
+            return wrong(title, "split_heads", f"for {where}: {changed_inputs({'x': x}, {'x': given})}")
+        got, problem = read_tensor("split_heads(x)", heads, expected.shape)
         if problem:
             if isinstance(heads, torch.Tensor) and tuple(heads.shape) == (b, t, h, d // h):
                 problem += ": move the head axis before the tokens, transpose(1, 2)"
@@ -291,10 +240,16 @@ def check_split_merge(split_heads, merge_heads) -> Verdict:
                 else "head i (counting from 0) must hold features i·Dh … (i+1)·Dh − 1 of every token"
             )
             return wrong(title, "split_heads", f"for {where}: {hint}")
-        merged, problem = _run(merge_heads, expected.clone())
+        # a fresh contiguous (B, H, T, Dh) tensor, as attention's output is: a view of its transpose fails
+        merged, problem = run_learner(merge_heads, expected.contiguous())
+        if problem and "view" in problem and h > 1 and t > 1:
+            problem += (
+                ": after transpose(1, 2) the tensor is not contiguous, so .view cannot merge it; "
+                "use .reshape(B, T, D) or .contiguous().view(B, T, D)"
+            )
         if problem:
-            return malformed(title, f"merge_heads, for {where}: {problem}")
-        back, problem = _read_tensor("merge_heads(heads)", merged, x.shape)
+            return malformed(title, f"merge_heads, for a contiguous (B, H, T, Dh) input and {where}: {problem}")
+        back, problem = read_tensor("merge_heads(heads)", merged, x.shape)
         if problem:
             if isinstance(merged, torch.Tensor) and tuple(merged.shape) == (b, h * t, d // h):
                 problem += ": that stacks the heads vertically; concatenate them along the features"
@@ -316,6 +271,15 @@ MHA_SLIPS = {
     "no_out_proj": "out_proj is not applied: the concatenated heads go through out_proj last",
     "kv_from_query": "keys and values come from the query: k_proj reads key and v_proj reads value "
     "(in cross-attention they are another sequence)",
+    "kv_swapped": "keys and values are swapped: k_proj reads key and v_proj reads value",
+    "values_through_k_proj": "the values go through k_proj: project them with v_proj",
+    "weight_not_transposed": "x @ W is not what nn.Linear computes: it is x @ W.T + b (the weight is "
+    "stored (out, in)); call the layer, self.q_proj(x)",
+    "weight_not_transposed_qkv": "x @ W is not what nn.Linear computes: it is x @ W.T + b (the weight is "
+    "stored (out, in)); call the layers, self.q_proj(x)",
+    "residual": "the module adds its input to its output (a residual): return out_proj(...) alone; "
+    "the residual belongs to the block around the layer",
+    "always_causal": "the module applies a causal mask when none is given: mask only with the mask argument",
     **SPLIT_SLIPS,
     **{s: h for s, h in ATTENTION_SLIPS.items() if s != "wrong_axis"},
     "wrong_axis": ATTENTION_SLIPS["wrong_axis"],
@@ -331,10 +295,21 @@ def _mha(params: dict, query, key, value, mask=None, slip: str | None = None):
     num_heads = params["num_heads"]
     if slip == "kv_from_query":
         key = value = query
+    if slip == "kv_swapped":
+        key, value = value, key
+    if slip == "always_causal" and mask is None:
+        mask = torch.ones(seq_len, key.shape[1], dtype=torch.bool).tril()  # (T, S)
+
+    def linear(x, name):
+        weight, bias = params[f"{name}.weight"], params[f"{name}.bias"]
+        plain = slip == "weight_not_transposed" or (slip == "weight_not_transposed_qkv" and name != "out_proj")
+        return x @ weight + bias if plain else F.linear(x, weight, bias)
+
     split_slip = slip if slip in SPLIT_SLIPS else None
+    v_name = "k_proj" if slip == "values_through_k_proj" else "v_proj"
     q, k, v = (
-        _split(F.linear(x, params[f"{n}.weight"], params[f"{n}.bias"]), num_heads, split_slip)  # (B, H, *, Dh)
-        for x, n in ((query, "q_proj"), (key, "k_proj"), (value, "v_proj"))
+        _split(linear(x, n), num_heads, split_slip)  # (B, H, *, Dh)
+        for x, n in ((query, "q_proj"), (key, "k_proj"), (value, v_name))
     )
     out, weights = _attention(q, k, v, mask, slip if slip in ATTENTION_SLIPS else None)  # (B, H, T, Dh)
     if split_slip == "no_transpose":  # the same slip on the way back
@@ -344,7 +319,9 @@ def _mha(params: dict, query, key, value, mask=None, slip: str | None = None):
     else:
         merged = out.transpose(1, 2).reshape(batch_size, seq_len, d_model)  # (B, T, D)
     if slip != "no_out_proj":
-        merged = F.linear(merged, params["out_proj.weight"], params["out_proj.bias"])
+        merged = linear(merged, "out_proj")
+    if slip == "residual":
+        merged = merged + query
     return merged, weights
 
 
@@ -373,7 +350,7 @@ def _params(ref: nn.MultiheadAttention) -> dict:
 
 def _build_module(cls, params: dict, d_model: int):
     """The learner's module with the reference's weights, float64, eval mode; or a problem (and the part)."""
-    module, problem = _run(cls, d_model, params["num_heads"])
+    module, problem = run_learner(cls, d_model, params["num_heads"])
     if problem:
         return None, (
             "module",
@@ -385,8 +362,14 @@ def _build_module(cls, params: dict, d_model: int):
         layer = getattr(module, name, None)
         if not isinstance(layer, nn.Linear) or (layer.in_features, layer.out_features) != (d_model, d_model):
             found = type(layer).__name__ if layer is not None else "nothing"
+            if isinstance(layer, nn.Linear):
+                found = f"nn.Linear({layer.in_features}, {layer.out_features})"
             hint = "out_proj is forgotten: " if name == "out_proj" and layer is None else ""
-            return None, (name, f"{hint}self.{name} must be nn.Linear(d_model, d_model), found {found}")
+            return None, (
+                name,
+                f"{hint}self.{name} must be nn.Linear(d_model, d_model) = nn.Linear({d_model}, {d_model}), "
+                f"found {found}",
+            )
         if layer.bias is None:
             return None, (name, f"self.{name} needs its bias (bias=True), as in nn.MultiheadAttention")
     try:
@@ -400,7 +383,7 @@ def _build_module(cls, params: dict, d_model: int):
     return module, None
 
 
-@_readable
+@readable
 def check_multi_head_attention(cls) -> Verdict:
     """Step 4: ``cls(d_model, num_heads)``, an ``nn.Module`` with ``q_proj``, ``k_proj``, ``v_proj``,
     ``out_proj`` (each ``nn.Linear(d_model, d_model)``, with bias) and ``forward(query, key, value,
@@ -421,6 +404,7 @@ def check_multi_head_attention(cls) -> Verdict:
         (12, 3, "cross-attention", 2, 4, 6, False),
         (12, 3, "self-attention with a causal mask", 3, 5, 5, True),
         (8, 2, "cross-attention", 1, 3, 7, False),
+        (12, 3, "cross-attention with T == S", 2, 5, 5, False),
     ]:
         ref = reference_module(d_model, num_heads)
         params = _params(ref)
@@ -433,34 +417,55 @@ def check_multi_head_attention(cls) -> Verdict:
             if s == t and not where.startswith("cross")
             else torch.randn(b, s, d_model, generator=gen, dtype=torch.float64)
         )
+        # in cross-attention the values are a third tensor: a module that mixes up key and value fails
+        value = key if key is query else torch.randn(b, s, d_model, generator=gen, dtype=torch.float64)
         mask = torch.ones(t, s, dtype=torch.bool).tril() if causal else None
         where = f"{where} (d_model = {d_model}, h = {num_heads}, B = {b}, T = {t}, S = {s})"
+        passed = {"query": query.clone(), "key": key.clone(), "value": value.clone()}
         with torch.no_grad():
             expected, expected_w = ref(
-                query, key, key, attn_mask=None if mask is None else ~mask, average_attn_weights=False
+                query, key, value, attn_mask=None if mask is None else ~mask, average_attn_weights=False
             )  # nn.MultiheadAttention: True = blocked
-            result, problem = _run(module, query.clone(), key.clone(), key.clone(), mask=mask)
-        result, problem = (None, f"for {where}, {problem}") if problem else _pair(result, f"for {where}")
+            result, problem = run_learner(module, passed["query"], passed["key"], passed["value"], mask=mask)
+        result, problem = (None, f"for {where}, {problem}") if problem else read_pair(result, f"for {where}")
         if problem:
             return malformed(title, problem)
-        weights, problem = _read_tensor("weights", result[1], expected_w.shape, allow_nan=True)
+        changed = changed_inputs({"query": query, "key": key, "value": value}, passed)
+        if changed:
+            return wrong(title, "inputs", f"for {where}: {changed.replace('q /= ...', 'query += ...')}")
+        weights, problem = read_tensor("weights", result[1], expected_w.shape, allow_nan=True)
         found = tuple(result[1].shape) if isinstance(result[1], torch.Tensor) else None
         if problem and found == (b, t, s):
             problem += ": the weights are averaged over the heads; return each head's, (B, H, T, S)"
         elif problem and s != t and found == (b, ref.num_heads, t, t):
             problem += f": {MHA_SLIPS['kv_from_query']}"
-        output, out_problem = _read_tensor("output", result[0], expected.shape, allow_nan=True)
+        output, out_problem = read_tensor("output", result[0], expected.shape, allow_nan=True)
         if problem or out_problem:
             return wrong(title, "weights" if problem else "output", f"for {where}: {problem or out_problem}")
-        if _close(output, expected) and _close(weights, expected_w):
+        if close(output, expected) and close(weights, expected_w):
             continue
-        slips = [x for x in MHA_SLIPS if ("mask" not in x or causal) and (x != "kv_from_query" or s != t)]
-        named = next((x for x in slips if _close(output, _mha(params, query, key, key, mask, x)[0])), None)
+        cross = key is not query
+        slips = [
+            x
+            for x in MHA_SLIPS
+            if ("mask" not in x or causal)
+            and (x not in ("kv_from_query", "kv_swapped") or cross)
+            and (x != "always_causal" or not causal)
+        ]
+        named = next((x for x in slips if close(output, _mha(params, query, key, value, mask, x)[0])), None)
         if named:
             return wrong(title, "output", f"for {where}: {MHA_SLIPS[named]}")
-        if _close(output, expected):
+        if close(output, expected):
             return wrong(title, "weights", f"for {where}: the output is right, the weights returned are not")
         hint = "check each step against chapter 2: project, split, attend, merge, out_proj"
+        rows = output.var(-1, unbiased=False)
+        if torch.allclose(output.mean(-1), torch.zeros_like(rows), atol=1e-6) and torch.allclose(
+            rows, torch.ones_like(rows), atol=1e-3
+        ):
+            hint = (
+                "each output row has mean 0 and variance 1: a LayerNorm inside the module? "
+                "The layer returns out_proj(...); normalisation belongs to the block around it"
+            )
         if not torch.isfinite(output).all():
             hint = "the output holds NaN or infinity: is a whole row blocked, or -inf added outside the mask?"
         return wrong(title, "output", f"for {where}: {hint}")

@@ -7,7 +7,17 @@ from __future__ import annotations
 import math
 
 from ..counting import kv_cache_bytes
-from .answers import Verdict, malformed, matches, read_number, right, wrong
+from .answers import (
+    Verdict,
+    close_verdict,
+    compare_number,
+    malformed,
+    matches,
+    precision_words,
+    read_number,
+    right,
+    wrong,
+)
 from .models import config
 from .perf import DECODE_MODEL, attention_matrix_bytes, model_step_weight_bytes
 
@@ -24,15 +34,36 @@ def _read_size(name: str, answer):
     return (None, problem) if problem else (value, None)
 
 
-def _verdict(title, step, value, expected, slips, tol=1e-4) -> Verdict:
-    """Compare ``value`` with ``expected`` and with each slip, ``(wrong value, hint)`` or
-    ``(wrong value, hint, tolerance)``; tolerances are relative (a rounded GiB figure needs 1e-2)."""
-    if matches(value, expected, tol):
+#: The precision each answer is asked for (the exercises say it): bytes exactly, the online
+#: softmax's m exactly and its l to 3 decimals.
+BYTES_DECIMALS, M_DECIMALS, L_DECIMALS = 0, 0, 3
+#: A slip given in other units (GiB, MiB, GB) is recognised within this relative tolerance: those
+#: answers are rounded.
+UNIT_SLIP_RTOL = 1e-2
+#: An answer this close (relative) but not to the asked precision was rounded: "close", not wrong.
+ROUNDED_RTOL = 1e-3
+
+
+def _verdict(title, step, value, expected, slips, decimals=BYTES_DECIMALS) -> Verdict:
+    """Compare ``value`` with ``expected`` to ``decimals`` (:func:`~mha.chapters.answers.compare_number`:
+    right to that precision is right, a near miss is "close") and with each slip, ``(wrong value,
+    hint)`` at the same precision or ``(wrong value, hint, relative tolerance)`` for rounded units."""
+    verdict = compare_number(value, expected, decimals=decimals)
+    if verdict.right:
         return right(title)
     for wrong_value, hint, *slip_tol in slips:
-        if matches(value, wrong_value, slip_tol[0] if slip_tol else tol):
+        if slip_tol:
+            if matches(value, wrong_value, slip_tol[0]):
+                return wrong(title, step, hint)
+        elif compare_number(value, wrong_value, decimals=decimals).right:
             return wrong(title, step, hint)
+    if verdict.status == "close":
+        return close_verdict(title, step, verdict.message)
+    if matches(value, expected, ROUNDED_RTOL):
+        return close_verdict(title, step, f"close: that is rounded; give it to {precision_words(decimals=decimals)}")
     ratio = value / expected if expected else math.inf
+    if abs(ratio - 1) < 0.05:
+        return wrong(title, step, "within 5 % of the right value, but not it: recount step by step")
     return wrong(title, step, f"{ratio:.3g} times the right value: recount step by step")
 
 
@@ -55,9 +86,9 @@ def check_matrix_bytes(answer, batch_size: int = 8, num_heads: int = 12, seq_len
         (expected / n, "a head's weights are T x T: one per (query, key) pair, so T appears squared"),
         (expected / h, "the tensor holds every head's matrix: multiply by H"),
         (expected / b, "the tensor holds every sequence of the batch: multiply by B"),
-        (expected / 2**30, "that is GiB; give the answer in bytes", 1e-2),
-        (expected / 2**20, "that is MiB; give the answer in bytes", 1e-2),
-        (expected / 1e9, "that is GB; give the answer in bytes", 1e-2),
+        (expected / 2**30, "that is GiB; give the answer in bytes", UNIT_SLIP_RTOL),
+        (expected / 2**20, "that is MiB; give the answer in bytes", UNIT_SLIP_RTOL),
+        (expected / 1e9, "that is GB; give the answer in bytes", UNIT_SLIP_RTOL),
         (8 * expected, "that is bits; a byte is 8 bits"),
     ]
     return _verdict(title, "bytes", value, expected, slips)
@@ -87,7 +118,7 @@ def check_decode_bytes(answer, num_kv_heads: int, batch_size: int = 1, context_l
         shrunk = model_step_weight_bytes(batch_size, DECODE_MODEL, s, num_kv_heads)
         accountings[shrunk] = f"a model of the same shape with {num_kv_heads} key/value heads: W_K and W_V shrink"
     for weights, how in accountings.items():
-        if matches(value, weights + cache, 1e-4):
+        if compare_number(value, weights + cache, decimals=BYTES_DECIMALS).right:
             return right(title, f"correct ({how})")
     table = (cfg.vocab_size - batch_size) * cfg.d_model * s  # the embedding rows a step does not gather
     slips = [(cache, "that is the KV cache alone; every step also reads the weights of the model once")]
@@ -99,8 +130,8 @@ def check_decode_bytes(answer, num_kv_heads: int, batch_size: int = 1, context_l
             (weights + cache / 2, "the cache holds keys *and* values: two tensors per layer"),
             (weights + cache / layers, f"each of the {layers} layers has its own cache"),
             (2 * expected, "Llama-2-7B is stored in fp16: 2 bytes per element, not 4"),
-            (expected / 2**30, "that is GiB; give the answer in bytes", 1e-2),
-            (expected / 1e9, "that is GB; give the answer in bytes", 1e-2),
+            (expected / 2**30, "that is GiB; give the answer in bytes", UNIT_SLIP_RTOL),
+            (expected / 1e9, "that is GB; give the answer in bytes", UNIT_SLIP_RTOL),
         ]
         if num_kv_heads != cfg.num_heads:
             slips.append((weights + full, f"with {num_kv_heads} key/value heads only those are cached, not all h"))
@@ -136,8 +167,8 @@ def check_online_softmax(running_max, running_sum, blocks=ONLINE_SOFTMAX_BLOCKS)
         (1.0, "that is the sum of the softmax weights; l is the sum of exp(score - m) before dividing"),
     ]
     steps = (
-        ("m", _verdict(title, "m", m_value, m, m_slips if first_max != m else [])),
-        ("l", _verdict(title, "l", l_value, sum(math.exp(s - m) for s in scores), l_slips, tol=1e-3)),
+        ("m", _verdict(title, "m", m_value, m, m_slips if first_max != m else [], M_DECIMALS)),
+        ("l", _verdict(title, "l", l_value, sum(math.exp(s - m) for s in scores), l_slips, L_DECIMALS)),
     )
     lines, first_error = [title], None
     for step, verdict in steps:
