@@ -23,7 +23,7 @@ CHAPTERS: dict[int, tuple[str, tuple[str, ...]]] = {
     1: ("book/01_single_head_limits", ("single_head", "softmax_demo", "head_count", "task")),
     2: ("book/02_multi_head_math", ("scaling", "head_split")),
     3: ("book/03_worked_example", ("worked", "worked_diagnosis", "worked_edit")),
-    4: ("book/04_build_it_yourself", ("build", "build_diagnosis")),
+    4: ("book/04_build_it_yourself", ("build", "build_diagnosis", "build_steps")),
     5: ("book/05_parameter_analysis", ("configs", "config_exercises", "tables")),
     6: ("book/06_merging_heads", ("merging", "merge_exercises", "merge_folding", "merge_training", "role_heads")),
     7: ("book/07_where_next", ("configs",)),
