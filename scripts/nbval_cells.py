@@ -2,8 +2,8 @@
 
 Usage: python scripts/nbval_cells.py [NOTEBOOK ...]   (default: every book/*.ipynb)
 
-A code cell is *compared* when it has stored outputs and no ``# NBVAL_IGNORE_OUTPUT`` /
-``# NBVAL_SKIP`` marker (or tag). ``make test`` prints the total after the nbval run.
+A code cell is *compared* when it has stored outputs and no ``nbval-ignore-output`` /
+``nbval-skip`` tag (or ``# NBVAL_...`` marker). ``make test`` prints the total after the nbval run.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def main(argv: list[str]) -> int:
         print(f"  {path.name}: {counts['compared']} compared, {counts['ignored']} ignored, {counts['code']} code cells")
     print(
         f"nbval compares the stored outputs of {total['compared']} cells in {len(paths)} notebooks "
-        f"({total['code']} code cells run, {total['ignored']} marked NBVAL_IGNORE_OUTPUT/SKIP)"
+        f"({total['code']} code cells run, {total['ignored']} tagged nbval-ignore-output/skip)"
     )
     return 0
 

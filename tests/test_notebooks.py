@@ -7,7 +7,8 @@ outputs are really there and are what `make notebooks` wrote:
 * every code cell was executed, in order, in one fresh kernel (execution counts 1, 2, 3, ...);
 * every cell that prints, displays or shows a figure, or ends with a bare expression, has output;
 * every notebook has compared cells; none stores an error or (outside ignored cells) stderr;
-* ``# NBVAL_IGNORE_OUTPUT`` marks only explorer and timing cells;
+* the tag ``nbval-ignore-output`` marks only explorer and timing cells, and no cell shows a
+  ``# NBVAL_...`` comment to the reader (issue 35: a tag, not a comment);
 * no checked output holds a device name, a memory address or a kernel temp path;
 * every notebook and page in ``book/`` is in ``_toc.yml``, in its part (the core path in order);
 * no assert compares constants only, and no print states a verdict as a literal ("...: True"):
@@ -156,6 +157,13 @@ def test_no_stored_errors_or_stderr(path):
                 assert output["name"] != "stderr", (
                     f"{path.name} cell {i}: stderr in a checked cell (a warning?): {output['text'][:200]!r}"
                 )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_cell_shows_an_nbval_marker(path):
+    """nbval reads cell tags (nbval-ignore-output, nbval-skip); a comment marker would be on the page."""
+    shown = [i for i, cell in enumerate(code_cells(load(path)), 1) if "NBVAL_" in cell.source]
+    assert not shown, f"{path.name} cells {shown}: replace the # NBVAL_... comment by the nbval-... tag"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

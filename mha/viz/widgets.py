@@ -23,9 +23,9 @@ The returned :class:`Explorer` displays as ONE output with two representations:
 
 Where no Jupyter server started the kernel (``scripts/execute_notebooks.py``, nbval, tests), every
 frame is rendered when :func:`explorer` is called, so a render error, a non-Figure result, too
-many frames or a page too heavy raises in the notebook cell itself. The cell must start with
-``# NBVAL_IGNORE_OUTPUT``: the values behind each frame are checked by the unit tests of the render
-function's data, not by comparing images.
+many frames or a page too heavy raises in the notebook cell itself. The cell must carry the tag
+``nbval-ignore-output`` (a tag, not a comment, so that the reader does not see it): the values behind
+each frame are checked by the unit tests of the render function's data, not by comparing images.
 
 ipywidgets, matplotlib and Pillow are imported inside functions, so ``import mha.viz.widgets``
 stays light.
@@ -478,8 +478,7 @@ def explorer(
             ``"frames"`` always precomputes and swaps frames; ``"render"`` always computes.
 
     Returns:
-        :class:`Explorer`: make it the last expression of a cell whose first line is
-        ``# NBVAL_IGNORE_OUTPUT``.
+        :class:`Explorer`: make it the last expression of a cell tagged ``nbval-ignore-output``.
 
     Raises:
         ValueError: empty controls, repeated or non-finite values, an initial value a control
@@ -487,9 +486,8 @@ def explorer(
             ``MIN_FRAME_DPI`` (the last two only when frames are precomputed).
         TypeError: controls of mixed or unsupported types, render not returning a Figure.
 
-    Example::
+    Example (in a cell tagged ``nbval-ignore-output``)::
 
-        # NBVAL_IGNORE_OUTPUT
         from mha.viz.widgets import explorer, FloatRange
         explorer(viz.softmax_demo.TemperaturePlot(),
                  {"temperature": FloatRange(0.25, 8, grid=[0.25, 0.5, 1, 2, 4, 8], log=True)},
