@@ -53,9 +53,10 @@ def unfolded(markdown: str) -> str:
             fence, name = match.groups()
             options = []
             for line in lines[i + 1 :]:
-                if not line.strip().startswith(":") or line.strip().startswith(fence[:3] if fence[0] == ":" else "\0"):
+                option = line.strip()
+                if not option.startswith(":") or option.startswith(":::"):  # options end; ::: is a fence
                     break
-                options.append(line.strip())
+                options.append(option)
             if name == "dropdown" or any(o.startswith(":class:") and "dropdown" in o for o in options):
                 i += 1
                 while i < len(lines) and lines[i].strip() != fence:

@@ -225,8 +225,9 @@ def check_split_merge(split_heads, merge_heads) -> Verdict:
         heads, problem = run_learner(split_heads, given, h)
         if problem:
             return malformed(title, f"split_heads, for {where}: {problem}")
-        if changed_inputs({"x": x}, {"x": given}):
-            return wrong(title, "split_heads", f"for {where}: {changed_inputs({'x': x}, {'x': given})}")
+        changed = changed_inputs({"x": x}, {"x": given})
+        if changed:
+            return wrong(title, "split_heads", f"for {where}: {changed}")
         got, problem = read_tensor("split_heads(x)", heads, expected.shape)
         if problem:
             if isinstance(heads, torch.Tensor) and tuple(heads.shape) == (b, t, h, d // h):
@@ -432,7 +433,7 @@ def check_multi_head_attention(cls) -> Verdict:
             return malformed(title, problem)
         changed = changed_inputs({"query": query, "key": key, "value": value}, passed)
         if changed:
-            return wrong(title, "inputs", f"for {where}: {changed.replace('q /= ...', 'query += ...')}")
+            return wrong(title, "inputs", f"for {where}: {changed}")
         weights, problem = read_tensor("weights", result[1], expected_w.shape, allow_nan=True)
         found = tuple(result[1].shape) if isinstance(result[1], torch.Tensor) else None
         if problem and found == (b, t, s):

@@ -110,10 +110,10 @@ def changed_inputs(originals: dict, passed: dict) -> str | None:
     ]
     if not changed:
         return None
-    names = " and ".join(changed)
+    names, first = " and ".join(changed), changed[0]
     return (
         f"your code changed its input {names} in place (an in-place operation such as "
-        f"q /= ..., masked_fill_ or +=): compute a new tensor instead (q = q / ...)"
+        f"{first} /= ..., masked_fill_ or +=): compute a new tensor instead ({first} = {first} / ...)"
     )
 
 
