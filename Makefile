@@ -15,6 +15,7 @@
 #   MHA_DEVICE=cuda make test-gpu   unit tests and nbval with every chapter computing on CUDA
 #   make budget           reading minutes per page and part, then nbval per chapter and the book build, against the budget
 #   make lab              install JupyterLab (requirements-lab.txt), copy the chapters to lab/, open them there
+#                         (MHA_LANG=zh_CN: the checkers' verdicts in Chinese)
 #   make test-lab         run chapters 1, 3, 5 and 11 in a headless JupyterLab, move their explorers, time them
 PYTHON ?= python3
 VENV := .venv
@@ -28,6 +29,10 @@ NBVAL := $(PY) -m pytest -p no:cacheprovider --nbval --nbval-current-env \
 # Chapters compute on the CPU unless MHA_DEVICE says otherwise (test-gpu requires cuda).
 MHA_DEVICE ?= cpu
 export MHA_DEVICE
+# The checkers answer in English, the language of the stored outputs that nbval compares;
+# `make lab MHA_LANG=zh_CN` opens the chapters with their verdicts in Chinese.
+MHA_LANG ?= en
+export MHA_LANG
 export TQDM_DISABLE := 1
 
 .PHONY: install book book-zh gettext notebooks check-notebooks lint format unit nbval browser test test-portable test-gpu budget caches clean lab lab-install test-lab

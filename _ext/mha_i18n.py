@@ -14,6 +14,8 @@ translatable message of the prose replaced by its translation from
 * **Explorer values.** What a control echoes (the ``<output>`` beside it, a live region a screen
   reader announces, and a slider's ``aria-valuetext``) and the labels its script echoes from are
   translated with the same table: a dropdown that shows 名词 also says 名词, not noun.
+* **Checker verdicts.** A verdict's stored output carries its Chinese text in the output's metadata
+  (the same checks, run once; ``mha/data/verdicts``): the Chinese edition shows that text.
 * **A link to the other edition** at the top of every page: the same page in the other language.
   The English edition is built into ``_build/html``, the Chinese one into ``_build/html-zh``;
   the link is relative, so it works wherever the two folders are published side by side.
@@ -198,6 +200,36 @@ def translate_explorers(app, doctree, docname) -> None:
             )
 
 
+def stored_verdicts(path: Path, language: str) -> dict[str, str]:
+    """English text -> ``language``'s text of every checker verdict stored in the notebook ``path``.
+
+    A verdict's stored output carries every edition's text in its metadata
+    (``mha.chapters.answers.Verdict._repr_mimebundle_``): the same checks, run once."""
+    table = {}
+    for cell in json.loads(path.read_text(encoding="utf-8")).get("cells", []):
+        for output in cell.get("outputs", []):
+            editions = output.get("metadata", {}).get("mha", {}).get("verdict", {})
+            shown = output.get("data", {}).get("text/plain")
+            if language in editions and shown is not None:
+                table["".join(shown).strip()] = editions[language]
+    return table
+
+
+def translate_verdicts(app, doctree, docname) -> None:
+    """Shows each stored checker verdict in this edition's language (the Chinese one: 中文判定)."""
+    language = edition(app)
+    path = Path(app.env.doc2path(docname))
+    if language == "en" or path.suffix != ".ipynb":
+        return
+    table = stored_verdicts(path, language)
+    for block in list(doctree.findall(nodes.literal_block)) if table else ():
+        text = table.get(block.astext().strip())
+        if text is not None:
+            block.children = []
+            block += nodes.Text(text)
+            block.rawsource = text
+
+
 def other_edition_link(app, pagename, templatename, context, doctree) -> None:
     """Puts a link to the same page in the other edition at the top of the page body."""
     if app.builder.format != "html" or "body" not in context:
@@ -217,5 +249,6 @@ def other_edition_link(app, pagename, templatename, context, doctree) -> None:
 def setup(app):
     app.add_post_transform(KeepOutputsUntranslated)
     app.connect("doctree-resolved", translate_explorers)
+    app.connect("doctree-resolved", translate_verdicts)
     app.connect("html-page-context", other_edition_link)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

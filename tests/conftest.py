@@ -38,3 +38,61 @@ def randn(*shape, seed=0, dtype=torch.float32, device="cpu"):
     """Draw on the CPU with a fixed seed, then move: the same numbers on every device."""
     gen = torch.Generator().manual_seed(seed)
     return torch.randn(*shape, generator=gen, dtype=dtype).to(device)
+
+
+# Every verdict a test makes is also shown in Chinese (issue 34): the translation must leave no
+# English sentence (outside code, names and quoted messages) and change no number.
+NUMBER = __import__("re").compile(r"\d+(?:\.\d+)?")
+SHAPE = __import__("re").compile(r"\(\d+(?:, \d+)+\)")
+
+
+def verdict_translation_problems(verdict) -> list[str]:
+    """What is wrong with ``verdict``'s Chinese rendering (empty when nothing)."""
+    from collections import Counter
+
+    from mha.chapters.verdict_i18n import english_left, width
+
+    english, chinese = verdict.render("en"), verdict.render("zh_CN")
+    problems = [f"untranslated: {run!r}" for run in english_left(chinese)]
+    if Counter(NUMBER.findall(english)) != Counter(NUMBER.findall(chinese)):
+        problems.append(f"the numbers differ: {NUMBER.findall(english)} vs {NUMBER.findall(chinese)}")
+    shapes = [Counter(SHAPE.findall(" ".join(text.split()))) for text in (english, chinese)]
+    if shapes[0] != shapes[1]:
+        problems.append(f"the shapes differ: {sorted(shapes[0])} vs {sorted(shapes[1])}")
+    problems += [f"wider than the page: {line!r}" for line in chinese.splitlines() if width(line) > 74]
+    if problems:
+        problems.append(f"in the verdict:\n{english}\n---\n{chinese}")
+    return problems
+
+
+#: The verdicts made since the last test ended (a module fixture's verdicts go to its first test).
+MADE_VERDICTS: list = []
+
+
+@pytest.fixture(autouse=True, scope="session")
+def record_verdicts():
+    """Records every Verdict made during the session, module and session fixtures' ones included."""
+    from mha.chapters.answers import Verdict
+
+    original = Verdict.__init__
+
+    def record(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        MADE_VERDICTS.append(self)
+
+    Verdict.__init__ = record
+    yield
+    Verdict.__init__ = original
+
+
+@pytest.fixture(autouse=True)
+def verdicts_translate(record_verdicts):
+    """Fails a test if a verdict made during it (or by a fixture before it) does not translate."""
+    yield
+    made = list(MADE_VERDICTS)
+    MADE_VERDICTS.clear()
+    problems = [p for verdict in made for p in verdict_translation_problems(verdict)]
+    if problems:
+        pytest.fail(
+            "a verdict's Chinese rendering (mha/data/verdicts/zh_CN):\n" + "\n".join(problems[:6]), pytrace=False
+        )

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mha.chapters import build, build_diagnosis
+from mha.chapters import build, build_diagnosis, build_reference
 
 
 def said(verdict) -> str:
@@ -141,7 +141,7 @@ def test_attention_never_raises():
         raise NotImplementedError("your code here")
 
     for fn, words in [
-        (raises, "RuntimeError: shapes do not match"),
+        (raises, "RuntimeError: “shapes do not match”"),
         (nan, "NaN"),
         (stub, "not written yet"),
         (lambda q, k, v, mask=None: (1, 2), "must be a tensor"),
@@ -199,7 +199,7 @@ def test_attention_tries_an_unbatched_query():
 
 def test_attention_reference_is_pytorchs():
     for _, q, k, v, mask in build._attention_cases():
-        out, weights = build._attention(q, k, v, mask)
+        out, weights = build_reference.attention_with_slip(q, k, v, mask)
         assert torch.allclose(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
         assert torch.allclose(weights.sum(dim=-1), torch.ones(weights.shape[:-1], dtype=torch.float64))
         if mask is not None:  # every row blocks something and keeps something
@@ -371,7 +371,7 @@ def test_multi_head_attention_structure_and_errors():
         (NoBias, "needs its bias"),
         (Raises, "not written yet"),
         (Nan, "NaN"),
-        (bad_init, "TypeError: missing argument"),
+        (bad_init, "TypeError: “missing argument”"),
         (SmallOut, "must be nn.Linear(d_model, d_model) = nn.Linear(12, 12), found nn.Linear(4, 12)"),
         (lambda d, h: "module", "nn.Module"),
         (42, "give your class"),
@@ -384,7 +384,7 @@ def test_multi_head_attention_structure_and_errors():
 def test_reference_slips_are_exact_and_distinct():
     """The slipped references the checker names differ from the right one on every case it runs."""
     ref = build.reference_module()
-    params = build._params(ref)
+    params = build_reference.module_params(ref)
     gen = torch.Generator().manual_seed(0)
     query, key, value = (
         torch.randn(2, 5, 12, generator=gen, dtype=torch.float64),
@@ -392,12 +392,12 @@ def test_reference_slips_are_exact_and_distinct():
         torch.randn(2, 6, 12, generator=gen, dtype=torch.float64),
     )
     causal = torch.ones(5, 6, dtype=torch.bool).tril()
-    for slip in [None, *build.MHA_SLIPS]:
+    for slip in [None, *build_reference.MHA_SLIPS]:
         mask = causal if slip is None or "mask" in slip else None
         with torch.no_grad():
             kwargs = {"attn_mask": None if mask is None else ~mask, "average_attn_weights": False}
             expected, expected_w = ref(query, key, value, **kwargs)
-        out, weights = build._mha(params, query, key, value, mask, slip)
+        out, weights = build_reference.mha_with_slip(params, query, key, value, mask, slip)
         if slip is None:
             assert torch.allclose(out, expected) and torch.allclose(weights, expected_w)
         else:

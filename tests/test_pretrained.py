@@ -634,6 +634,8 @@ def test_check_importance_right_and_wrong(grads):
     right = P.importance_scores(grads)
     assert P.check_importance(right, grads).ok
     assert P.check_importance(np.round(right, 3), grads).ok  # 3 decimals are enough
+    rounded = P.check_importance(np.round(right, 2), grads)  # 2 decimals: close, no hint on the method
+    assert not rounded.ok and "close: give them to 3 decimals" in repr(rounded) and "hint" not in repr(rounded)
     assert P.check_importance(torch.tensor(right), grads).ok
     raw = np.abs(grads).mean(0)
     slips = {
@@ -680,6 +682,10 @@ def test_check_twin_margins_right_and_wrong(twins):
     m = twins["margins"][1, :, 3, 1]  # pair 2, L4H2
     verdict = bool((m > 0).all())
     assert P.check_twin_margins(twins, 2, 4, 2, m.round(3), verdict).ok
+    assert np.abs(m.round(2) - m).max() > 1e-3  # so 2 decimals are not enough here
+    rounded = P.check_twin_margins(twins, 2, 4, 2, m.round(2), verdict)  # right to 2 decimals
+    assert rounded.first_error == "margins" and "close: give them to 3 decimals" in _said(rounded)
+    assert "hint" not in _said(rounded)
     cases = {
         "signs are reversed": (-m, verdict),
         "the referent changes between the twins": (m * [1, -1], verdict),
@@ -727,6 +733,6 @@ def _said(check) -> str:
 def test_checker_reports_fit_the_page(twins):
     m = twins["margins"][1, :, 3, 1]
     r = P.check_twin_margins(twins, 2, 4, 2, -m, bool((m > 0).all()))
-    assert len(r.lines) < len(repr(r).splitlines())  # the long hint was wrapped
+    assert len(r.source) < len(repr(r).splitlines())  # the long hint was wrapped
     assert max(len(line) for line in repr(r).splitlines()) <= 74
-    assert " ".join(r.lines[2].split()) in _said(r)  # nothing lost
+    assert " ".join(r.source[2].split()) in _said(r)  # nothing lost

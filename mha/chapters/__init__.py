@@ -23,7 +23,7 @@ CHAPTERS: dict[int, tuple[str, tuple[str, ...]]] = {
     1: ("book/01_single_head_limits", ("single_head", "softmax_demo", "head_count", "task")),
     2: ("book/02_multi_head_math", ("scaling", "head_split")),
     3: ("book/03_worked_example", ("worked", "worked_diagnosis", "worked_edit")),
-    4: ("book/04_build_it_yourself", ("build", "build_diagnosis", "build_steps")),
+    4: ("book/04_build_it_yourself", ("build", "build_diagnosis", "build_reference", "build_steps")),
     5: ("book/05_parameter_analysis", ("configs", "config_exercises", "tables")),
     6: ("book/06_merging_heads", ("merging", "merge_exercises", "merge_folding", "merge_training", "role_heads")),
     7: ("book/07_where_next", ("configs",)),
@@ -34,7 +34,7 @@ CHAPTERS: dict[int, tuple[str, tuple[str, ...]]] = {
 }
 #: Modules that serve several chapters: the checkers' verdicts (``answers``), the small models the
 #: experiments train (``models``), the synthetic task (``task``) and the printed tables (``tables``).
-SHARED = ("answers", "models", "task", "tables")
+SHARED = ("answers", "models", "task", "tables", "verdict_i18n")
 
 #: The package's data files (cached training runs, the ablation study, sentence pairs).
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"

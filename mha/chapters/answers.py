@@ -24,6 +24,12 @@ from typing import NamedTuple
 
 import torch
 
+from . import verdict_i18n
+
+#: The width of a verdict's lines: the book's code column shows 75 characters at 1280 px
+#: (issue 33), so a verdict never scrolls sideways (a CJK character counts two).
+WIDTH = 74
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -39,13 +45,28 @@ class Verdict:
     ok: bool
     first_error: str | None
     lines: tuple
+    #: The lines before they were wrapped to the page's width (empty: ``lines`` are not wrapped);
+    #: a translation starts from these and wraps its own lines.
+    source: tuple = ()
+
+    def render(self, language: str = "en") -> str:
+        """The verdict in ``language`` (``"en"`` or ``"zh_CN"``): the same checks, the same numbers."""
+        if verdict_i18n.normalise(language) == "en":
+            return "\n".join(self.lines)
+        return verdict_i18n.render(self.source or self.lines, language, WIDTH)
 
     def __repr__(self) -> str:
-        return "\n".join(self.lines)
+        return self.render(verdict_i18n.language())
 
     @property
     def text(self) -> str:
         return repr(self)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """What Jupyter shows (the verdict in the current language), with every edition's text in the
+        output's metadata: the book's Chinese edition shows the stored verdict in Chinese from it."""
+        editions = {language: self.render(language) for language in verdict_i18n.LANGUAGES}
+        return {"text/plain": repr(self)}, {"mha": {"verdict": editions}}
 
 
 def malformed(title: str, problem: str) -> Verdict:

@@ -11,6 +11,8 @@ usual slip built in and names the one that matches. It never raises, whatever th
 
 from __future__ import annotations
 
+import re
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -25,29 +27,21 @@ from .build_diagnosis import (
     readable,
     run_learner,
 )
+from .build_reference import (
+    ATTENTION_SLIPS,
+    MHA_SLIPS,
+    PROJECTIONS,
+    SPLIT_SLIPS,
+    attention_with_slip,
+    mha_with_slip,
+    module_params,
+    reference_module,
+    split_with_slip,
+)
 
 # ------------------------------------------------------------------------------------------------
 # Step 1: scaled dot-product attention
 # ------------------------------------------------------------------------------------------------
-
-ATTENTION_SLIPS = {
-    "no_scale": "the scores are not scaled: divide q kᵀ by √Dh (Dh = q.shape[-1]) before the softmax",
-    "scale_by_d": "the scores are divided by Dh: the scale is 1/√Dh, so that q·k has variance about 1",
-    "wrong_axis": "the softmax runs over the queries: use dim=-1, so that each query's weights over the keys sum to 1",
-    "mask_inverted": "the mask is inverted: True means *may attend*, so block where the mask is False",
-    "mask_ignored": "the mask is not applied: set the scores of blocked keys (mask False) to -inf before the softmax",
-}
-
-
-def _attention(q, k, v, mask=None, slip: str | None = None):
-    """softmax(q kᵀ/√Dh + mask) v with one slip built in. Shapes: q (..., T, Dh), k (..., S, Dh), v (..., S, Dv)."""
-    scale = {"no_scale": 1.0, "scale_by_d": 1.0 / q.shape[-1]}.get(slip, q.shape[-1] ** -0.5)
-    scores = q @ k.transpose(-2, -1) * scale  # (..., T, S)
-    if mask is not None and slip != "mask_ignored":
-        blocked = mask if slip == "mask_inverted" else ~mask
-        scores = scores.masked_fill(blocked, float("-inf"))
-    weights = scores.softmax(dim=-2 if slip == "wrong_axis" else -1)  # (..., T, S)
-    return weights @ v, weights  # (..., T, Dv), (..., T, S)
 
 
 def _attention_cases():
@@ -85,10 +79,55 @@ UNBATCHED_HINT = (
 )
 
 
+RAISED_HINTS = {
+    "leading": "it runs without the batch and head axes but not with them: count the axes from the "
+    "end, k.transpose(-2, -1) (k.T reverses every axis, k.transpose(1, 2) swaps heads and queries), "
+    "and use @ or torch.matmul (torch.bmm takes 3-D tensors only)",
+    "square": "it runs only when T == S, so a (T, S) tensor is used as (S, T) somewhere: the mask is "
+    "(T, S), one row per query, and a sum over the keys needs keepdim=True (e / e.sum(-1, keepdim=True))",
+    "broadcast": "two tensors of different shapes met in an elementwise operation: a sum or max over "
+    "the keys needs keepdim=True to divide each row by its own sum (e / e.sum(-1, keepdim=True)), and "
+    "the mask is (T, S), one row per query",
+    "widths": "it runs only when Dv == Dh: the output is (..., T, Dv) with Dv = v.shape[-1], so do not "
+    "give it q's shape",
+}
+
+
+def _why_it_raised(fn, q, k, v, mask) -> str | None:
+    """Which property of the inputs makes ``fn`` raise, found by running it on inputs that differ in
+    one property only: no leading axes, T == S, Dv == Dh. None when none of them helps."""
+
+    def runs(q, k, v, mask) -> bool:
+        return run_learner(fn, q.clone(), k.clone(), v.clone(), mask=None if mask is None else mask.clone())[1] is None
+
+    lead = q.dim() - 2
+    if lead and any(runs(q[(0,) * n], k[(0,) * n], v[(0,) * n], mask) for n in range(lead, 0, -1)):
+        return RAISED_HINTS["leading"]
+    t = q.shape[-2]
+    if k.shape[-2] > t and runs(q, k[..., :t, :], v[..., :t, :], None if mask is None else mask[:, :t]):
+        return RAISED_HINTS["square"]
+    if v.shape[-1] > q.shape[-1] and runs(q, k, v[..., : q.shape[-1]], mask):
+        return RAISED_HINTS["widths"]
+    return None
+
+
+def _raised_hint(fn, problem: str, q, k, v, mask) -> str | None:
+    """What to change when ``fn`` raised ``problem``: from :func:`_why_it_raised`, else from the error."""
+    if "NotImplementedError" in problem:
+        return None
+    hint = _why_it_raised(fn, q, k, v, mask)
+    if hint is None and "must match the size of tensor" in problem:
+        hint = RAISED_HINTS["broadcast"]
+    return hint
+
+
 def _attention_case(fn, title: str, where: str, q, k, v, mask) -> Verdict | None:
     """The verdict on one case of :func:`check_attention`, or None when ``fn`` gets it right."""
     passed = {"q": q.clone(), "k": k.clone(), "v": v.clone(), "mask": None if mask is None else mask.clone()}
     result, problem = run_learner(fn, passed["q"], passed["k"], passed["v"], mask=passed["mask"])
+    hint = _raised_hint(fn, problem, q, k, v, mask) if problem else None
+    if hint:
+        return wrong(title, "shapes", f"for {where}, {problem}: {hint}")
     result, problem = (None, f"for {where}, {problem}") if problem else read_pair(result, f"for {where}")
     if problem:
         return malformed(title, problem)
@@ -96,7 +135,7 @@ def _attention_case(fn, title: str, where: str, q, k, v, mask) -> Verdict | None
     if changed:
         return wrong(title, "inputs", f"for {where}: {changed}")
     expected_out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # PyTorch's, True = may attend
-    expected_w = _attention(q, k, v, mask)[1]
+    expected_w = attention_with_slip(q, k, v, mask)[1]
     shapes = tuple(tuple(r.shape) if isinstance(r, torch.Tensor) else None for r in result)
     if shapes == (tuple(expected_w.shape), tuple(expected_out.shape)) and expected_w.shape != expected_out.shape:
         return wrong(title, "order", f"for {where}: output and weights are swapped: return (output, weights)")
@@ -108,7 +147,7 @@ def _attention_case(fn, title: str, where: str, q, k, v, mask) -> Verdict | None
         return wrong(title, "weights", f"for {where}: {problem}")
     if not close(weights, expected_w):
         slips = [s for s in ATTENTION_SLIPS if (mask is not None or "mask" not in s)]
-        named = next((s for s in slips if close(weights, _attention(q, k, v, mask, s)[1])), None)
+        named = next((s for s in slips if close(weights, attention_with_slip(q, k, v, mask, s)[1])), None)
         hint = ATTENTION_SLIPS[named] if named else diagnose_weights(weights, q, k, v, mask)
         if hint is None and q.shape[-2] == k.shape[-2]:
             hint = "right when T != S but not here, where T == S: does your code treat that case apart?"
@@ -181,6 +220,10 @@ def check_causal_mask(fn) -> Verdict:
         slips = [
             (~expected, "True must mean *may attend*: that is the blocked mask (nn.MultiheadAttention's attn_mask)"),
             (expected.tril(-1), "a token may attend to itself: keep the diagonal (tril, not tril(-1))"),
+            (
+                torch.ones_like(expected).tril(1),
+                "tril(diagonal=1) also lets each token see the next one: use tril(), diagonal 0",
+            ),
             (expected.T, "row i is query i, which may see keys j <= i: that is the transpose (use tril)"),
         ]
         hint = next((h for m, h in slips if torch.equal(mask, m)), "query i may attend key j exactly when j <= i")
@@ -191,22 +234,6 @@ def check_causal_mask(fn) -> Verdict:
 # ------------------------------------------------------------------------------------------------
 # Step 3: split and merge the heads
 # ------------------------------------------------------------------------------------------------
-
-SPLIT_SLIPS = {
-    "no_transpose": "tokens are mixed: a reshape straight to (B, H, T, Dh) cuts across tokens; "
-    "view as (B, T, H, Dh), then transpose(1, 2)",
-    "interleaved": "features of different heads are mixed: head i (counting from 0) holds features "
-    "i·Dh … (i+1)·Dh − 1, so view as (B, T, H, Dh), not (B, T, Dh, H)",
-}
-
-
-def _split(x, num_heads, slip=None):
-    b, t, d = x.shape
-    if slip == "no_transpose":
-        return x.reshape(b, num_heads, t, d // num_heads)
-    if slip == "interleaved":
-        return x.view(b, t, d // num_heads, num_heads).permute(0, 3, 1, 2)
-    return x.view(b, t, num_heads, d // num_heads).transpose(1, 2)  # (B, H, T, Dh)
 
 
 @readable
@@ -220,9 +247,16 @@ def check_split_merge(split_heads, merge_heads) -> Verdict:
     gen = torch.Generator().manual_seed(3)
     for b, t, d, h in [(2, 5, 12, 3), (1, 3, 8, 2), (3, 2, 6, 6), (2, 4, 8, 1)]:
         x = torch.randn(b, t, d, generator=gen, dtype=torch.float64)  # (B, T, D)
-        where, expected = f"x of shape {(b, t, d)}, num_heads = {h}", _split(x, h)
+        where, expected = f"x of shape {(b, t, d)}, num_heads = {h}", split_with_slip(x, h)
         given = x.clone()
         heads, problem = run_learner(split_heads, given, h)
+        if problem and "NotImplementedError" not in problem and t % h:
+            even = torch.randn(b, h * 2, d, generator=gen, dtype=torch.float64)  # T a multiple of H
+            if run_learner(split_heads, even, h)[1] is None:
+                problem += (
+                    ": it runs only when T is a multiple of num_heads, so it cuts the tokens; cut the "
+                    "features (the last axis, D = H·Dh) into the heads, view(B, T, H, Dh)"
+                )
         if problem:
             return malformed(title, f"split_heads, for {where}: {problem}")
         changed = changed_inputs({"x": x}, {"x": given})
@@ -230,11 +264,14 @@ def check_split_merge(split_heads, merge_heads) -> Verdict:
             return wrong(title, "split_heads", f"for {where}: {changed}")
         got, problem = read_tensor("split_heads(x)", heads, expected.shape)
         if problem:
-            if isinstance(heads, torch.Tensor) and tuple(heads.shape) == (b, t, h, d // h):
+            found = tuple(heads.shape) if isinstance(heads, torch.Tensor) else None
+            if found == (b, t, h, d // h):
                 problem += ": move the head axis before the tokens, transpose(1, 2)"
+            elif found and len(found) == 4 and found[0] == b and found[1] != h and found[1] * found[3] == d:
+                problem += f": that is {found[1]} heads, not num_heads = {h}: use the argument num_heads"
             return wrong(title, "split_heads", f"for {where}: {problem}")
         if not torch.equal(got, expected):
-            named = next((s for s in SPLIT_SLIPS if torch.equal(got, _split(x, h, s))), None)
+            named = next((s for s in SPLIT_SLIPS if torch.equal(got, split_with_slip(x, h, s))), None)
             hint = (
                 SPLIT_SLIPS[named]
                 if named
@@ -242,7 +279,8 @@ def check_split_merge(split_heads, merge_heads) -> Verdict:
             )
             return wrong(title, "split_heads", f"for {where}: {hint}")
         # a fresh contiguous (B, H, T, Dh) tensor, as attention's output is: a view of its transpose fails
-        merged, problem = run_learner(merge_heads, expected.contiguous())
+        heads_given = expected.clone(memory_format=torch.contiguous_format)
+        merged, problem = run_learner(merge_heads, heads_given)
         if problem and "view" in problem and h > 1 and t > 1:
             problem += (
                 ": after transpose(1, 2) the tensor is not contiguous, so .view cannot merge it; "
@@ -250,10 +288,16 @@ def check_split_merge(split_heads, merge_heads) -> Verdict:
             )
         if problem:
             return malformed(title, f"merge_heads, for a contiguous (B, H, T, Dh) input and {where}: {problem}")
+        changed = changed_inputs({"heads": expected}, {"heads": heads_given})
+        if changed:
+            return wrong(title, "merge_heads", f"for {where}: {changed}")
         back, problem = read_tensor("merge_heads(heads)", merged, x.shape)
         if problem:
-            if isinstance(merged, torch.Tensor) and tuple(merged.shape) == (b, h * t, d // h):
+            found = tuple(merged.shape) if isinstance(merged, torch.Tensor) else None
+            if found == (b, h * t, d // h):
                 problem += ": that stacks the heads vertically; concatenate them along the features"
+            elif found == (b, t, d // h) and h > 1:
+                problem += ": the heads were averaged or summed; concatenate them along the features, (B, T, H·Dh)"
             return wrong(title, "merge_heads", f"for {where}: {problem}")
         if not torch.equal(back, x):
             hint = "merge_heads(split_heads(x)) must give x back"
@@ -266,87 +310,6 @@ def check_split_merge(split_heads, merge_heads) -> Verdict:
 # ------------------------------------------------------------------------------------------------
 # Step 4: the module
 # ------------------------------------------------------------------------------------------------
-
-PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj")
-MHA_SLIPS = {
-    "no_out_proj": "out_proj is not applied: the concatenated heads go through out_proj last",
-    "kv_from_query": "keys and values come from the query: k_proj reads key and v_proj reads value "
-    "(in cross-attention they are another sequence)",
-    "kv_swapped": "keys and values are swapped: k_proj reads key and v_proj reads value",
-    "values_through_k_proj": "the values go through k_proj: project them with v_proj",
-    "weight_not_transposed": "x @ W is not what nn.Linear computes: it is x @ W.T + b (the weight is "
-    "stored (out, in)); call the layer, self.q_proj(x)",
-    "weight_not_transposed_qkv": "x @ W is not what nn.Linear computes: it is x @ W.T + b (the weight is "
-    "stored (out, in)); call the layers, self.q_proj(x)",
-    "residual": "the module adds its input to its output (a residual): return out_proj(...) alone; "
-    "the residual belongs to the block around the layer",
-    "always_causal": "the module applies a causal mask when none is given: mask only with the mask argument",
-    **SPLIT_SLIPS,
-    **{s: h for s, h in ATTENTION_SLIPS.items() if s != "wrong_axis"},
-    "wrong_axis": ATTENTION_SLIPS["wrong_axis"],
-}
-
-
-def _mha(params: dict, query, key, value, mask=None, slip: str | None = None):
-    """Multi-head attention from ``params`` (``q_proj.weight``, ...), with one slip built in.
-
-    Shapes: query (B, T, D), key and value (B, S, D), mask (T, S) -> (B, T, D), weights (B, H, T, S).
-    """
-    batch_size, seq_len, d_model = query.shape
-    num_heads = params["num_heads"]
-    if slip == "kv_from_query":
-        key = value = query
-    if slip == "kv_swapped":
-        key, value = value, key
-    if slip == "always_causal" and mask is None:
-        mask = torch.ones(seq_len, key.shape[1], dtype=torch.bool).tril()  # (T, S)
-
-    def linear(x, name):
-        weight, bias = params[f"{name}.weight"], params[f"{name}.bias"]
-        plain = slip == "weight_not_transposed" or (slip == "weight_not_transposed_qkv" and name != "out_proj")
-        return x @ weight + bias if plain else F.linear(x, weight, bias)
-
-    split_slip = slip if slip in SPLIT_SLIPS else None
-    v_name = "k_proj" if slip == "values_through_k_proj" else "v_proj"
-    q, k, v = (
-        _split(linear(x, n), num_heads, split_slip)  # (B, H, *, Dh)
-        for x, n in ((query, "q_proj"), (key, "k_proj"), (value, v_name))
-    )
-    out, weights = _attention(q, k, v, mask, slip if slip in ATTENTION_SLIPS else None)  # (B, H, T, Dh)
-    if split_slip == "no_transpose":  # the same slip on the way back
-        merged = out.reshape(batch_size, seq_len, d_model)
-    elif split_slip == "interleaved":
-        merged = out.permute(0, 2, 3, 1).reshape(batch_size, seq_len, d_model)
-    else:
-        merged = out.transpose(1, 2).reshape(batch_size, seq_len, d_model)  # (B, T, D)
-    if slip != "no_out_proj":
-        merged = linear(merged, "out_proj")
-    if slip == "residual":
-        merged = merged + query
-    return merged, weights
-
-
-def reference_module(d_model: int = 12, num_heads: int = 3, seed: int = 0) -> nn.MultiheadAttention:
-    """A seeded float64 ``nn.MultiheadAttention`` (batch first, biases random), the global RNG untouched."""
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        ref = nn.MultiheadAttention(d_model, num_heads, batch_first=True, dtype=torch.float64)
-        nn.init.normal_(ref.in_proj_bias, std=0.5)
-        nn.init.normal_(ref.out_proj.bias, std=0.5)
-    return ref.eval()
-
-
-def _params(ref: nn.MultiheadAttention) -> dict:
-    """The reference's weights under the learner's names."""
-    q_w, k_w, v_w = ref.in_proj_weight.detach().chunk(3)
-    q_b, k_b, v_b = ref.in_proj_bias.detach().chunk(3)
-    out = ref.out_proj
-    return {
-        "num_heads": ref.num_heads,
-        **{"q_proj.weight": q_w, "k_proj.weight": k_w, "v_proj.weight": v_w},
-        **{"q_proj.bias": q_b, "k_proj.bias": k_b, "v_proj.bias": v_b},
-        **{"out_proj.weight": out.weight.detach(), "out_proj.bias": out.bias.detach()},
-    }
 
 
 def _build_module(cls, params: dict, d_model: int):
@@ -380,8 +343,15 @@ def _build_module(cls, params: dict, d_model: int):
                 getattr(module, name).weight.copy_(params[f"{name}.weight"])
                 getattr(module, name).bias.copy_(params[f"{name}.bias"])
     except Exception as error:  # the learner's module: report it
-        return None, ("module", f"copying nn.MultiheadAttention's weights in failed: {type(error).__name__}: {error}")
+        return None, ("module", f"copying nn.MultiheadAttention's weights in failed: {type(error).__name__}: “{error}”")
     return module, None
+
+
+#: Said when two calls on the same input differ.
+RANDOM_HINT = (
+    "two calls on the same input give different outputs: dropout is active after .eval(); use "
+    "nn.Dropout, or F.dropout(w, p, training=self.training)"
+)
 
 
 @readable
@@ -408,7 +378,7 @@ def check_multi_head_attention(cls) -> Verdict:
         (12, 3, "cross-attention with T == S", 2, 5, 5, False),
     ]:
         ref = reference_module(d_model, num_heads)
-        params = _params(ref)
+        params = module_params(ref)
         module, problem = _build_module(cls, params, d_model)
         if problem:
             return wrong(title, problem[0], problem[1])
@@ -422,22 +392,32 @@ def check_multi_head_attention(cls) -> Verdict:
         value = key if key is query else torch.randn(b, s, d_model, generator=gen, dtype=torch.float64)
         mask = torch.ones(t, s, dtype=torch.bool).tril() if causal else None
         where = f"{where} (d_model = {d_model}, h = {num_heads}, B = {b}, T = {t}, S = {s})"
-        passed = {"query": query.clone(), "key": key.clone(), "value": value.clone()}
+        originals = {"query": query, "key": key, "value": value, "mask": mask}
+        passed = {name: None if x is None else x.clone() for name, x in originals.items()}
         with torch.no_grad():
             expected, expected_w = ref(
                 query, key, value, attn_mask=None if mask is None else ~mask, average_attn_weights=False
             )  # nn.MultiheadAttention: True = blocked
-            result, problem = run_learner(module, passed["query"], passed["key"], passed["value"], mask=mask)
+            result, problem = run_learner(module, passed["query"], passed["key"], passed["value"], mask=passed["mask"])
+        if problem and re.search(r"positional argument|multiple values for argument|unexpected keyword", problem):
+            problem += ": forward takes (query, key, value, mask=None), as nn.MultiheadAttention's does"
         result, problem = (None, f"for {where}, {problem}") if problem else read_pair(result, f"for {where}")
         if problem:
             return malformed(title, problem)
-        changed = changed_inputs({"query": query, "key": key, "value": value}, passed)
+        changed = changed_inputs(originals, passed)
         if changed:
             return wrong(title, "inputs", f"for {where}: {changed}")
         weights, problem = read_tensor("weights", result[1], expected_w.shape, allow_nan=True)
         found = tuple(result[1].shape) if isinstance(result[1], torch.Tensor) else None
         if problem and found == (b, t, s):
             problem += ": the weights are averaged over the heads; return each head's, (B, H, T, S)"
+        elif problem and found == (b, d_model // num_heads, t, s) and d_model // num_heads != num_heads:
+            problem += (
+                f": that is {found[1]} heads of width {num_heads}: head_dim and num_heads are swapped; "
+                "view(B, T, num_heads, head_dim)"
+            )
+        elif problem and found == (t, num_heads, b, b if s == t else s) and b != t:
+            problem += ": your layer reads its inputs as (T, B, D), sequence first; they are batch first, (B, T, D)"
         elif problem and s != t and found == (b, ref.num_heads, t, t):
             problem += f": {MHA_SLIPS['kv_from_query']}"
         output, out_problem = read_tensor("output", result[0], expected.shape, allow_nan=True)
@@ -450,14 +430,22 @@ def check_multi_head_attention(cls) -> Verdict:
             x
             for x in MHA_SLIPS
             if ("mask" not in x or causal)
-            and (x not in ("kv_from_query", "kv_swapped") or cross)
+            and (x not in ("kv_from_query", "kv_swapped", "key_from_value", "value_from_key") or cross)
             and (x != "always_causal" or not causal)
         ]
-        named = next((x for x in slips if close(output, _mha(params, query, key, value, mask, x)[0])), None)
+        named = next((x for x in slips if close(output, mha_with_slip(params, query, key, value, mask, x)[0])), None)
         if named:
             return wrong(title, "output", f"for {where}: {MHA_SLIPS[named]}")
         if close(output, expected):
             return wrong(title, "weights", f"for {where}: the output is right, the weights returned are not")
+        with torch.no_grad():
+            again, _ = run_learner(module, query.clone(), key.clone(), value.clone(), mask=mask)
+        if (
+            isinstance(again, (tuple, list))
+            and isinstance(again[0], torch.Tensor)
+            and not close(again[0].detach().cpu().to(torch.float64), output)
+        ):
+            return wrong(title, "output", f"for {where}: {RANDOM_HINT}")
         hint = "check each step against chapter 2: project, split, attend, merge, out_proj"
         rows = output.var(-1, unbiased=False)
         if torch.allclose(output.mean(-1), torch.zeros_like(rows), atol=1e-6) and torch.allclose(

@@ -16,15 +16,11 @@ import textwrap
 
 import torch
 
-from .answers import Verdict
+from .answers import WIDTH, Verdict
 
 # ------------------------------------------------------------------------------------------------
 # Running the learner's code without letting it raise, and reading what it returned
 # ------------------------------------------------------------------------------------------------
-
-#: The width of a verdict's lines: the book's code column shows 75 characters at 1280 px
-#: (issue 33), so a verdict never scrolls sideways.
-WIDTH = 74
 
 # ------------------------------------------------------------------------------------------------
 # Running the learner's code without letting it raise
@@ -38,7 +34,7 @@ def run_learner(fn, *args, **kwargs):
     except NotImplementedError:
         return None, "it raised NotImplementedError: replace the `raise` line with your code"
     except Exception as error:  # the learner's code: report it, never propagate it
-        return None, f"it raised {type(error).__name__}: {error}"
+        return None, f"it raised {type(error).__name__}: “{error}”"
 
 
 def read_tensor(name: str, value, shape: tuple, *, allow_nan: bool = False) -> tuple[torch.Tensor | None, str | None]:
@@ -72,7 +68,7 @@ def readable(check):
         for line in verdict.lines[1:]:
             indent = " " * (len(line) - len(line.lstrip()) + 2)
             lines += textwrap.wrap(line, WIDTH, subsequent_indent=indent, break_on_hyphens=False) or [line]
-        return Verdict(ok=verdict.ok, first_error=verdict.first_error, lines=tuple(lines))
+        return Verdict(verdict.ok, verdict.first_error, tuple(lines), source=verdict.lines)
 
     return wrapper
 
@@ -151,6 +147,8 @@ def scale_sentence(c: float, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) 
         f"1/√T = 1/√{t_len} (the number of queries)": t_len**-0.5,
         f"√Dh = √{dh}": dh**0.5,
     }
+    for axis, size in enumerate(q.shape[:-2]):  # a size read from the wrong axis, q.size(1) for Dh
+        named.setdefault(f"1/√{size} (q.shape[{axis}], not q.shape[-1])", size**-0.5)
     expected = f"1/√Dh = 1/√{dh} = {dh**-0.5:.3f} (Dh = q.shape[-1])"
     for name, value in named.items():
         if math.isclose(c, value, rel_tol=SCALE_RTOL):
@@ -176,6 +174,11 @@ def diagnose_weights(weights: torch.Tensor, q, k, v, mask) -> str | None:
             "scores, which makes every weight positive"
         )
     blocked = weights.masked_select(~visible)
+    if blocked.numel() and float(weights.masked_select(visible).abs().max()) <= SUM_ATOL:
+        return (
+            "the mask is inverted: your weights are 0 exactly where the mask is True; True means "
+            "*may attend*, so block where it is False (~mask)"
+        )
     if blocked.numel() and float(blocked.abs().max()) > SUM_ATOL:
         return (
             f"blocked keys get weight (up to {float(blocked.abs().max()):.3f}): set their scores to -inf "

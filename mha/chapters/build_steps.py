@@ -157,6 +157,8 @@ def _gqa_case(fn, title: str, where: str, q, k, v, mask) -> Verdict | None:
     weights, problem = read_tensor("weights", result[1], expected_w.shape, allow_nan=True)
     if problem and shapes[1] == (b, g, t, s):
         problem += ": one row of weights per query head, (B, H, T, S); expand k to H heads first"
+    elif problem and shapes[1] == (b, h, t, s * (h // g)) and h > g:
+        problem += ": the keys were repeated along the sequence axis; repeat the K/V heads, dim=1"
     output, out_problem = read_tensor("output", result[0], expected_out.shape, allow_nan=True)
     if problem or out_problem:
         return wrong(title, "weights" if problem else "output", f"for {where}: {problem or out_problem}")
@@ -264,8 +266,9 @@ def _decode_cases():
     return cases
 
 
-def _cache_problem(name: str, got, expected, old, new, other_expected) -> str | None:
-    """What is wrong with a returned cache, or None. ``unchanged`` when it is the old cache."""
+def _cache_problem(name: str, got, expected, old, new, other_expected, others: dict) -> str | None:
+    """What is wrong with a returned cache, or None. ``unchanged`` when it is the old cache.
+    ``others`` are the step's other new rows by name (``q_new``, ...), which a slip appends instead."""
     if not isinstance(got, torch.Tensor):
         return f"return the new {name} as a tensor, found {type(got).__name__}"
     found = tuple(got.shape)
@@ -283,6 +286,10 @@ def _cache_problem(name: str, got, expected, old, new, other_expected) -> str | 
         return f"the new token is put first in {name}: it goes last, torch.cat([{name}, {new_name}], dim=2)"
     if close(got, other_expected):
         return "k_cache and v_cache are swapped: return (output, k_cache, v_cache)"
+    new_name = name.replace("cache", "new")
+    for other, row in others.items():
+        if close(got, torch.cat([old, row], dim=2)):
+            return f"the row appended to {name} is {other}: append {new_name}, torch.cat([{name}, {new_name}], dim=2)"
     return f"the new {name} must be the old one with the new token appended: {APPEND}"
 
 
@@ -309,8 +316,8 @@ def _decode_case(fn, title: str, where: str, q_past, q_new, k_new, v_new, k_cach
     expected = F.scaled_dot_product_attention(q_all, expected_k, expected_v, is_causal=True)[:, :, -1:]
     output, out_problem = read_tensor("output", result[0], expected.shape, allow_nan=True)
     caches = [
-        _cache_problem("k_cache", result[1], expected_k, k_cache, k_new, expected_v),
-        _cache_problem("v_cache", result[2], expected_v, v_cache, v_new, expected_k),
+        _cache_problem("k_cache", result[1], expected_k, k_cache, k_new, expected_v, {"q_new": q_new, "v_new": v_new}),
+        _cache_problem("v_cache", result[2], expected_v, v_cache, v_new, expected_k, {"q_new": q_new, "k_new": k_new}),
     ]
     if "unchanged" in caches:
         dropped = output is not None and close(output, _decode_slip("old_only", q_new, k_new, v_new, k_cache, v_cache))

@@ -204,4 +204,6 @@ def _fit(verdict: Verdict, width: int = 74) -> Verdict:
     for line in verdict.lines:
         indent = " " * (len(line) - len(line.lstrip()) + 2)
         lines += textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False) or [line]
-    return Verdict(ok=verdict.ok, first_error=verdict.first_error, lines=tuple(lines))
+    # a translation starts from the unwrapped lines (a sentence cut in two could not be matched)
+    source = verdict.source or verdict.lines
+    return Verdict(ok=verdict.ok, first_error=verdict.first_error, lines=tuple(lines), source=source)

@@ -269,6 +269,12 @@ def _fold(hint: str) -> str:
     return textwrap.fill(hint, width=74, initial_indent=" " * 8, subsequent_indent=" " * 8)[8:]
 
 
+def _wrong_folded(title: str, step: str, hint: str) -> Verdict:
+    """:func:`wrong` with ``hint`` folded to the code column; a translation starts from the unfolded lines."""
+    lines = (title, f"  {step}: wrong")
+    return Verdict(False, step, (*lines, f"  hint: {_fold(hint)}"), source=(*lines, f"  hint: {hint}"))
+
+
 def check_merge_heads(fn) -> Verdict:
     """Exercise 1: does ``fn(x)`` undo :func:`mha.split_heads` for several shapes?
 
@@ -299,14 +305,14 @@ def check_merge_heads(fn) -> Verdict:
             hint = f"expected shape {shape}, found {tuple(got.shape)}"
             if tuple(got.shape) == (batch_size, num_heads * seq_len, d_model // num_heads):
                 hint += ": that is a vertical stack, one row per (head, token); concatenate along the features"
-            return wrong(title, "shape", _fold(f"{where}: {hint}"))
+            return _wrong_folded(title, "shape", f"{where}: {hint}")
         if not torch.isfinite(got).all():
             return wrong(title, "values", f"{where}: the result holds NaN or infinity")
         if not torch.equal(got, x):
             hint = "merge(split(x)) != x: are the heads concatenated along the feature axis, in order?"
             if num_heads > 1 and seq_len > 1 and torch.equal(got, heads.reshape(shape)):
                 hint = "a reshape without moving the head axis back mixes tokens: transpose(1, 2) first"
-            return wrong(title, "values", _fold(f"{where}: {hint}"))
+            return _wrong_folded(title, "values", f"{where}: {hint}")
     return right(title, "correct: merge_heads(split_heads(x)) == x for every shape tried")
 
 
