@@ -1,6 +1,6 @@
 """Run a chapter from its page (issue 34): the notebook and the ``mha`` package, downloaded from the book.
 
-Every chapter page gets a folded box, "Run this chapter yourself", at its top: a link to the
+Every chapter page gets a folded box, "Run this chapter yourself", under its title: a link to the
 chapter's notebook (with its stored outputs, as Sphinx publishes it under ``_sources/``), a link to
 the ``mha`` wheel (built into the book, its data files included, so the book is the only thing to
 download), and the two commands that run the chapter in any Jupyter. Chapter 10 reads the
@@ -81,7 +81,7 @@ def publish_wheel(app, exception) -> None:
 
 
 def run_box(app, pagename, templatename, context, doctree) -> None:
-    """Puts the folded "Run this chapter yourself" box at the top of a chapter's page."""
+    """Puts the folded "Run this chapter yourself" box under a chapter page's title."""
     wheel = getattr(app, "mha_wheel", None)
     source = Path(app.env.doc2path(pagename)) if pagename in app.env.all_docs else None
     if wheel is None or "body" not in context or source is None or source.suffix != ".ipynb":
@@ -104,7 +104,9 @@ def run_box(app, pagename, templatename, context, doctree) -> None:
     if pagename in NEEDS_REPOSITORY:
         parts.append(f"<p>{text['repository'].format(path=NEEDS_REPOSITORY[pagename])}</p>")
     box = f'<details class="mha-run"><summary>{text["summary"]}</summary>\n' + "\n".join(parts) + "\n</details>\n"
-    context["body"] = box + context["body"]
+    body = context["body"]  # under the chapter's title, or at the top of a page without one
+    at = body.find("</h1>")
+    context["body"] = box + body if at < 0 else body[: at + 5] + "\n" + box + body[at + 5 :]
 
 
 def setup(app):
