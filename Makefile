@@ -37,10 +37,15 @@ export TQDM_DISABLE := 1
 
 .PHONY: install book book-zh gettext notebooks check-notebooks lint format unit nbval browser test test-portable test-gpu budget caches clean lab lab-install test-lab
 
-$(STAMP): requirements.txt constraints.txt pyproject.toml
+# npm ci installs KaTeX (package-lock.json into node_modules/), which typesets every formula when the
+# book is built (_ext/mha_math.py; Node.js 18 or newer). Without npm (a GPU runner that only tests the
+# chapters) the rest installs and `make book` says what is missing.
+$(STAMP): requirements.txt constraints.txt pyproject.toml package.json package-lock.json
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements.txt -c constraints.txt
+	if command -v npm >/dev/null 2>&1; then npm ci --no-audit --no-fund; \
+	else echo "npm not found: before \`make book\`, install Node.js 18+ and run \`npm ci\` (KaTeX)"; fi
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -30,22 +30,13 @@ A book that reads on every screen and to every reader (issue 28), in both editio
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import shutil
 from pathlib import Path
 
 #: The book's own CSS and JavaScript (served from ``_static/``).
 STATIC = Path(__file__).resolve().parent / "static"
 #: The logo for dark mode (the light one is ``logo:`` in _config.yml).
 DARK_LOGO = "book/images/logo-dark.svg"
-
-#: What the book's MathJax (``mathjax_path: mathjax/tex-chtml.js``) loads: the combined TeX-to-CHTML
-#: component, its web fonts, the TeX extensions it may autoload (\boldsymbol, \cancel, ...) and the
-#: menu's lazily loaded parts. The package ships all of MathJax 3 (24 MB: SVG output, speech rule
-#: engine, every combined component); the book copies only these (about 3 MB) and still typesets
-#: every page offline (tests/test_browser.py refuses every outside request and fails on a 404).
-MATHJAX_FILES = ("tex-chtml.js", "output/chtml", "input/tex/extensions", "ui", "a11y")
 
 
 def _is_thebe(script) -> bool:
@@ -77,28 +68,6 @@ def tidy_scripts(app, pagename, templatename, context, doctree) -> None:
     context["script_files"] = kept
 
 
-def mathjax_source() -> Path:
-    """The MathJax 3 distribution inside the PyPI package ``sphinx-mathjax-offline``."""
-    spec = importlib.util.find_spec("sphinx-mathjax-offline")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("sphinx-mathjax-offline is not installed: run `make install`")
-    return Path(list(spec.submodule_search_locations)[0]) / "static" / "mathjax"
-
-
-def copy_mathjax(app, exc) -> None:
-    """After a successful HTML build, copy the part of MathJax the book loads into _static/mathjax."""
-    if exc is not None or app.builder.format != "html":
-        return
-    source, target = mathjax_source(), Path(app.outdir) / "_static" / "mathjax"
-    shutil.rmtree(target, ignore_errors=True)
-    for name in MATHJAX_FILES:
-        if (source / name).is_dir():
-            shutil.copytree(source / name, target / name)
-        else:
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source / name, target / name)
-
-
 #: ``//# sourceMappingURL=x.js.map`` (JavaScript) or ``/*# sourceMappingURL=x.css.map */`` (CSS).
 SOURCE_MAP_COMMENT = re.compile(r"(//[#@] sourceMappingURL=[^\s]*|/\*[#@] sourceMappingURL=[^*]*\*/)")
 
@@ -113,8 +82,6 @@ def drop_source_maps(app, exc) -> None:
     for source_map in static.rglob("*.map"):
         source_map.unlink()
     for asset in [*static.rglob("*.js"), *static.rglob("*.css")]:
-        if "mathjax" in asset.parts:
-            continue
         text = asset.read_text(encoding="utf-8", errors="surrogateescape")
         if "sourceMappingURL=" in text:
             text = SOURCE_MAP_COMMENT.sub("", text)
@@ -217,8 +184,7 @@ def cut_fontawesome(app, exc) -> None:
         return
     used = set()
     for path in [*Path(app.outdir).rglob("*.html"), *static.rglob("*.js")]:
-        if "mathjax" not in path.parts:
-            used |= set(ICON_CLASS.findall(path.read_text(encoding="utf-8", errors="replace")))
+        used |= set(ICON_CLASS.findall(path.read_text(encoding="utf-8", errors="replace")))
 
     def keep_used(rule):
         classes = re.findall(r"\.(fa-[a-z0-9-]+):before", rule.group(1))
@@ -249,7 +215,6 @@ def setup(app):
     app.add_js_file("mha_book.js", defer="defer")
     app.connect("html-page-context", tidy_scripts, priority=900)
     app.connect("html-page-context", fix_body)
-    app.connect("build-finished", copy_mathjax)
     app.connect("build-finished", drop_source_maps)
     app.connect("build-finished", fix_templates)
     app.connect("build-finished", cut_fontawesome)

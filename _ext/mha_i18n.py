@@ -16,6 +16,11 @@ translatable message of the prose replaced by its translation from
   translated with the same table: a dropdown that shows 名词 also says 名词, not noun.
 * **Checker verdicts.** A verdict's stored output carries its Chinese text in the output's metadata
   (the same checks, run once; ``mha/data/verdicts``): the Chinese edition shows that text.
+* **The chrome in the reader's language.** The sidebar's part captions come from the page's
+  catalogue (Jupyter Book inserts the toctrees after Sphinx's own translation step, so this
+  extension translates their captions itself); the theme's labels, tooltips and ARIA names, the
+  code-cell toggles and the author in the footer are set in Chinese (``ZH_CHROME``), where the
+  theme and its extensions have no Chinese of their own (or Taiwan's, 列印成 PDF).
 * **A link to the other edition** at the top of every page: the same page in the other language.
   The English edition is built into ``_build/html``, the Chinese one into ``_build/html-zh``;
   the link is relative, so it works wherever the two folders are published side by side.
@@ -32,7 +37,11 @@ import re
 from pathlib import Path
 
 from docutils import nodes
+from sphinx import addnodes
+from sphinx.locale import init as init_locale
+from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util.i18n import docname_to_domain
 
 #: The output folder of each edition, under ``_build/``, and the name of the link to it.
 EDITIONS = {"en": ("html", "English"), "zh_CN": ("html-zh", "中文")}
@@ -61,6 +70,119 @@ class KeepOutputsUntranslated(SphinxPostTransform):
             if str(container.get("nb_element", "")).startswith("cell_code"):
                 for element in container.findall(nodes.TextElement):
                     element["translatable"] = False
+
+
+class TranslateToctreeCaptions(SphinxTransform):
+    """Translates the captions of the toctrees (the sidebar's parts: 课程, 深入专题, 参考).
+
+    Sphinx translates a toctree's caption in its ``Locale`` transform (priority 20), but Jupyter
+    Book's toctrees are inserted later, from ``_toc.yml`` (``sphinx_external_toc``, priority 100):
+    the gettext build extracts their captions, and the translated build never used them.
+    """
+
+    default_priority = 105
+
+    def apply(self, **kwargs) -> None:
+        if edition(self.app) == "en":
+            return
+        toctrees = [node for node in self.document.findall(addnodes.toctree) if node.get("caption")]
+        if not toctrees:
+            return
+        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
+        dirs = [str(Path(self.env.srcdir, directory)) for directory in self.config.locale_dirs]
+        catalog, found = init_locale(dirs, self.config.language, domain)
+        for node in toctrees if found else ():
+            translated = catalog.gettext(node["caption"])
+            if translated and translated != node["caption"]:
+                node["rawcaption"] = node["caption"]
+                node["caption"] = translated
+
+
+#: What the theme and its extensions write in English (or in Taiwan's Chinese) on every page of the
+#: Chinese edition: attribute values (tooltips, ARIA names, placeholders) and the code-cell toggles.
+ZH_CHROME = {
+    "Search this book...": "搜索本书……",
+    "Main": "主导航",
+    "Page": "本页导航",
+    "Toggle primary sidebar": "显示或隐藏目录",
+    "Toggle secondary sidebar": "显示或隐藏本页目录",
+    "Color mode": "颜色模式",
+    "System Settings": "跟随系统",
+    "Light": "浅色",
+    "Dark": "深色",
+    "Link to this heading": "链接到此标题",
+    "Link to this term": "链接到此术语",
+    "Link to this image": "链接到此图片",
+    "Link to this table": "链接到此表格",
+    "Link to this code": "链接到此代码",
+    "Link to this equation": "链接到此公式",
+    "Link to this definition": "链接到此定义",
+    "Toggle hidden content": "显示或隐藏内容",
+    "列印成 PDF": "打印为 PDF",
+    "Show code cell source": "显示代码",
+    "Hide code cell source": "隐藏代码",
+    "Show code cell outputs": "显示输出",
+    "Hide code cell outputs": "隐藏输出",
+    "Show code cell content": "显示单元格",
+    "Hide code cell content": "隐藏单元格",
+}
+#: Settings of the theme and its extensions in the Chinese edition.
+ZH_SETTINGS = {"togglebutton_hint": "点击显示", "togglebutton_hint_hide": "点击隐藏"}
+ZH_AUTHOR = "mha 课程团队"
+CHROME_ATTRIBUTE = re.compile(r'\b(aria-label|title|placeholder|data-bs-title|data-tooltip)="([^"]*)"')
+CHROME_TOGGLE = re.compile(r'(<p class="(?:collapsed|expanded) admonition-title">)([^<]*)(</p>)')
+HOME_ALT = re.compile(r'(<img [^>]*alt="[^"]*) - Home"')
+
+
+def translate_chrome(page_html: str, table: dict[str, str]) -> str:
+    """``page_html`` with the theme's English attribute values and code-cell toggles from ``table``."""
+
+    def swap(match):
+        text = html.unescape(match.group(2))
+        if text not in table:
+            return match.group(0)
+        return f'{match.group(1)}="{html.escape(table[text], quote=True)}"'
+
+    page_html = CHROME_ATTRIBUTE.sub(swap, page_html)
+    page_html = CHROME_TOGGLE.sub(
+        lambda m: m.group(1) + html.escape(table.get(m.group(2), m.group(2))) + m.group(3), page_html
+    )
+    return HOME_ALT.sub(r'\1 - 首页"', page_html)
+
+
+def chrome_settings(app, config) -> None:
+    """The Chinese edition's search placeholder, toggle hints and author (the footer's 作者)."""
+    if edition(app) == "en":
+        return
+    config.html_theme_options = {
+        **(config.html_theme_options or {}),
+        "search_bar_text": ZH_CHROME["Search this book..."],
+    }
+    for name, value in ZH_SETTINGS.items():
+        if name in config:
+            setattr(config, name, value)
+    config.author = ZH_AUTHOR
+    app.add_js_file(None, body=ZH_TOGGLE_SCRIPT)
+
+
+#: sphinx-togglebutton writes its button's ARIA name in its script, when the page has loaded.
+ZH_TOGGLE_SCRIPT = (
+    # (the selector's single quotes keep translate_chrome from rewriting it)
+    "window.addEventListener('load', () => document.querySelectorAll(\"[aria-label='Toggle hidden content']\")"
+    f".forEach(button => button.setAttribute('aria-label', '{ZH_CHROME['Toggle hidden content']}')));"
+)
+
+
+def chrome_in_chinese(app, exception) -> None:
+    """Rewrites the theme's English in every page of the Chinese edition."""
+    if exception is not None or edition(app) == "en" or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    for page in out.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        translated = translate_chrome(text, ZH_CHROME)
+        if translated != text:
+            page.write_text(translated, encoding="utf-8")
 
 
 def load_explorer_labels(app) -> dict[str, str]:
@@ -248,6 +370,9 @@ def other_edition_link(app, pagename, templatename, context, doctree) -> None:
 
 def setup(app):
     app.add_post_transform(KeepOutputsUntranslated)
+    app.add_transform(TranslateToctreeCaptions)
+    app.connect("config-inited", chrome_settings, priority=100)  # before sphinx-togglebutton reads its hints
+    app.connect("build-finished", chrome_in_chinese)
     app.connect("doctree-resolved", translate_explorers)
     app.connect("doctree-resolved", translate_verdicts)
     app.connect("html-page-context", other_edition_link)

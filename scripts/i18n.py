@@ -139,6 +139,32 @@ RENDERINGS = (
     (r"one-hot", "独热 (one-hot)"),
     (r"符号表(?!示)|符号约定", "符号说明 (the notation page)"),
     (r"笔记本(?!电脑)", "notebook (笔记本 also means a laptop)"),
+    # issue 36: one rendering per term, as d2l-zh has it where it has one
+    (r"位置嵌入", "位置编码 (positional embedding; RoPE is 旋转位置编码, as in d2l-zh)"),
+    (r"拐点", "脊点 (the roofline's ridge point)"),
+    (r"带宽上界", "带宽下界 (a step takes at least bytes / bandwidth)"),
+    (r"释义", "复述句 (paraphrase)"),
+    (r"纯 ?PyTorch ?的?层", "精简层 (the bare layer)"),
+    (r"方程", "公式 (equation)"),
+    (r"头的宽度|头大小|头宽(?!度)", "头维度 (d_k, the head dimension)"),
+    (r"(?:可运行|实时运行|运行着|正在运行)的 ?notebook", "运行中的 notebook (a live or running notebook)"),
+    (r"过马路", "动物没有过街，因为它太累了 (the explorers' gloss of the animal sentence)"),
+    # 解出 τ (solve for τ) is right; 解出……种子 (solves the seeds) is the calque
+    (
+        r"解出[^。；：]{0,12}种子|种子[^。；：]{0,12}解出",
+        "学会 (三个种子学会了任务; 解出……种子 is a calque of 'solves seeds')",
+    ),
+    (r"进行比较", "比较 (compare)"),
+    (r"(?<!多)(?:少|小|低|缩小|减少|降低|低估)了?\s*[\d.,]*\s*倍", "A 是 B 的 N 倍 (少 N 倍 reads as N × 100 % fewer)"),
+)
+
+#: Chinese typography as d2l-zh sets it, in the text outside code, math, roles and links.
+CJK = "\u3400-\u4dbf\u4e00-\u9fff"
+TYPOGRAPHY = (
+    (r"[「」『』]", "quotation marks “” (as d2l-zh), not 「」"),
+    (r"\d %", "no space before %: 94%, not 94 %"),
+    (rf"[{CJK}][,;:?!]|[,;:?!][{CJK}]", "full-width punctuation next to Chinese characters (，；：？！), not ,;:?!"),
+    (rf"[{CJK}] +[{CJK}]", "no space between two Chinese characters"),
 )
 
 
@@ -148,6 +174,46 @@ def rendering_problems(chinese: str) -> list[str]:
     return [
         f"write {instead}, not {m.group(0)!r}" for pattern, instead in RENDERINGS if (m := re.search(pattern, plain))
     ]
+
+
+def typography_problems(chinese: str) -> list[str]:
+    """Quotation marks, percent signs, half-width punctuation and stray spaces (outside code and math)."""
+    masked = chinese
+    for pattern in (ROLE, INLINE_MATH, INLINE_CODE, URL):
+        masked = pattern.sub("\N{OBJECT REPLACEMENT CHARACTER}", masked)
+    return [f"write {rule}: {m.group(0)!r}" for pattern, rule in TYPOGRAPHY if (m := re.search(pattern, masked))]
+
+
+def literal_stars(text: str) -> list[str]:
+    """The text runs in which MyST would show a ``*`` as it is, not as bold or italics.
+
+    CommonMark opens ``**`` only where it is not followed by punctuation unless preceded by space or
+    punctuation (and mirrored for closing): ``的**{term}`x`**是`` shows both ``**``, ``的 **{term}`x`** 是``
+    and ``“**x**”`` do not. Parsed with the same markdown-it rules as the book (roles and math included).
+    """
+    from markdown_it import MarkdownIt
+    from mdit_py_plugins.dollarmath import dollarmath_plugin
+    from mdit_py_plugins.myst_role import myst_role_plugin
+
+    parser = MarkdownIt("commonmark").use(dollarmath_plugin).use(myst_role_plugin)
+    return [
+        child.content
+        for token in parser.parse(text)
+        for child in token.children or ()
+        if child.type == "text" and "*" in child.content
+    ]
+
+
+def markup_problems(english: str, chinese: str) -> list[str]:
+    """Bold or italics that the translation shows as literal ``*`` where the English does not."""
+    shown = [run for run in literal_stars(chinese) if run not in literal_stars(english)]
+    if sum(run.count("*") for run in shown) > sum(run.count("*") for run in literal_stars(english)):
+        return [
+            f"literal * shown in {shown[0][-30:]!r}: where `**` meets a Chinese character and the bold text starts "
+            "or ends with punctuation (a role, code, math, a quotation mark), put a space between them or move the "
+            "punctuation outside"
+        ]
+    return []
 
 
 def _roles(text: str) -> list[tuple[str, str]]:
@@ -180,6 +246,8 @@ def message_problems(english: str, chinese: str, terms: dict[str, tuple[str, ...
         if sorted(pattern.findall(bare_en)) != sorted(pattern.findall(bare_zh)):
             problems.append(f"{name} must be copied unchanged: {sorted(pattern.findall(bare_en))}")
     problems.extend(rendering_problems(chinese))
+    problems.extend(typography_problems(chinese))
+    problems.extend(markup_problems(english, chinese))
     if _numbers(english) != _numbers(chinese):
         problems.append(f"numbers differ: {sorted(_numbers(english))} -> {sorted(_numbers(chinese))}")
     used = {target for kind, target in _roles(english) if kind == "term"}

@@ -10,7 +10,8 @@ in ``tests/test_browser_reading.py``. In order:
    visible navigation button opens the table of contents (mouse click, then keyboard Enter) and
    Escape closes it;
 3. dark mode (the reader's system asks for it, the theme follows), phone then desktop: axe's
-   rules that read colours (contrast) on the whole page.
+   rules that read colours (contrast) on the whole page;
+4. every fold opened, phone then desktop: formulas cut off (``CLIPPED_MATH``).
 
 In both modes, the code cells' contrast is computed here (``CODE_CONTRAST``), not by axe: see
 ``COLOUR_RULES``.
@@ -72,19 +73,83 @@ CODE_CONTRAST = r"""() => {
 #: The impacts that fail the test; minor and moderate findings are reported, not failed.
 FAILING_IMPACTS = ("critical", "serious")
 
-#: Formulas (MathJax ``mjx-container``): how many, how many are Tab stops, and of those how many
-#: need not be (the formula fits its box: nothing to scroll), and how many scroll but cannot be
-#: reached by keyboard.
+#: Formulas (KaTeX's, written into the page when the book is built): the boxes that scroll when a
+#: formula is wider than its column (``mha_book.css``, "math": a display formula's ``.katex-display``,
+#: an inline formula's ``span.math``); how many, how many are Tab stops, and of those how many need not
+#: be (the formula fits its box: nothing to scroll), and how many scroll but cannot be reached by
+#: keyboard; and any Tab stop inside a formula (KaTeX's HTML is aria-hidden: a stop there is lost).
 FORMULA_STOPS = r"""() => {
-  const all = Array.from(document.querySelectorAll("mjx-container"));
+  const all = Array.from(document.querySelectorAll("div.math > .katex-display, span.math"));
   const stop = m => m.hasAttribute("tabindex") && m.tabIndex >= 0;
-  const scrolls = m => ["auto", "scroll"].includes(getComputedStyle(m).overflowX) && m.scrollWidth > m.clientWidth + 1;
+  // KaTeX's sub- and superscripts reach 2 px past their formula (a Safari fix): not a scroll
+  const scrolls = m => ["auto", "scroll"].includes(getComputedStyle(m).overflowX) && m.scrollWidth > m.clientWidth + 3;
+  const text = m => (m.querySelector("annotation") || m).textContent.slice(0, 40);
   return {
     formulas: all.length,
     stops: all.filter(stop).length,
-    needless: all.filter(m => stop(m) && !scrolls(m)).map(m => m.textContent.slice(0, 40)),
-    unreachable: all.filter(m => scrolls(m) && !stop(m)).map(m => m.textContent.slice(0, 40)),
+    needless: all.filter(m => stop(m) && !scrolls(m)).map(text),
+    unreachable: all.filter(m => scrolls(m) && !stop(m)).map(text),
+    inside: Array.from(document.querySelectorAll(".katex [tabindex], .katex a[href]"))
+      .map(e => e.outerHTML.slice(0, 60)),
   };
+}"""
+
+#: Formulas cut off (issue 35), every fold opened first (an exercise's answer): for each formula on
+#: the page (KaTeX's ``.katex``; MathJax's ``mjx-container`` in a book built before), how far its drawn
+#: parts reach, and the first box up the tree that clips or scrolls what sticks out of it. A formula
+#: that sticks out of a box that hides it is clipped; one that sticks out of its own box that scrolls
+#: (not the whole article's) scrolls, and must show it (a shadow or a scrollbar); one that sticks out
+#: of the window is clipped too (only the page would scroll sideways). ``column``: the text column's
+#: width, to compare a formula's width with.
+CLIPPED_MATH = r"""() => {
+  for (const d of document.querySelectorAll("main details")) d.open = true;
+  for (const e of document.querySelectorAll("main .toggle-hidden")) e.classList.remove("toggle-hidden");
+  for (const e of document.querySelectorAll("main .toggle-details__container")) e.style.display = "block";
+  const PAGE = ".bd-article-container, .bd-main, .bd-content, .bd-container, .bd-container__inner, .bd-page-width";
+  const W = document.documentElement.clientWidth;
+  const found = {formulas: 0, clipped: [], scrolling: [], uncued: [], hidden: [], column: 0};
+  // the text (not the page's table of contents, off the screen on a phone until it is opened)
+  const article = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
+  const pad = getComputedStyle(article);
+  found.column = Math.round(article.clientWidth - parseFloat(pad.paddingLeft) - parseFloat(pad.paddingRight));
+  for (const f of article.querySelectorAll(".katex, mjx-container")) {
+    if (!f.getClientRects().length || f.parentElement.closest(".katex")) continue;  // folded away, or nested
+    found.formulas++;
+    // what it draws: KaTeX's bases (not the MathML for screen readers, 1 px, nor a root sign's
+    // 400-em SVG that KaTeX cuts to size), or MathJax's typeset formula
+    let left = Infinity, right = -Infinity;
+    const parts = f.matches(".katex")
+      ? f.querySelectorAll(".katex-html > .base, .katex-html > .tag") : [f.firstElementChild || f];
+    for (const e of parts) {
+      for (const r of e.getClientRects()) {
+        if (r.width > 0) { left = Math.min(left, r.left); right = Math.max(right, r.right); }
+      }
+    }
+    const name = (f.querySelector("annotation") || f).textContent.trim().slice(0, 60);
+    const width = Math.round(right - left);
+    let verdict = right > W + 1 || left < -1 ? "clipped" : null;
+    for (let p = f.parentElement; p && p !== document.body; p = p.parentElement) {
+      const style = getComputedStyle(p), ox = style.overflowX;
+      if (!["auto", "scroll", "hidden", "clip"].includes(ox)) continue;
+      const box = p.getBoundingClientRect();
+      const out = right > box.right - parseFloat(style.borderRightWidth) + 1 || left < box.left - 1;
+      if (!out) { if (p.matches(PAGE)) break; continue; }
+      if (["hidden", "clip"].includes(ox) || p.matches(PAGE)) verdict = "clipped";
+      else if (p.closest("[aria-hidden=true]")) {
+        verdict = "scrolls";  // but no keyboard can reach it, and no screen reader sees it
+        found.hidden.push({formula: name, width, box: `${p.tagName.toLowerCase()}.${p.className}`});
+      } else {
+        verdict = "scrolls";
+        const cue = /gradient/.test(style.backgroundImage) || p.offsetHeight - p.clientHeight > 2;
+        // a formula's own box (a table that scrolls shows it its own way: tested with the tables)
+        if (!cue && p.matches(".math, .katex-display, .katex, .katex *")) found.uncued.push({formula: name, width});
+      }
+      break;
+    }
+    if (verdict === "clipped") found.clipped.push({formula: name, width, window: W});
+    if (verdict === "scrolls") found.scrolling.push({formula: name, width});
+  }
+  return found;
 }"""
 
 #: What is wider than the window: the page's scroll width and the widest elements that stick out
@@ -230,5 +295,13 @@ def read_page(page, shots: dict[str, Path]) -> dict:
     # theme dims every image with a CSS filter); the phone screenshot above shows all of it.
     _unfocus(page)
     page.screenshot(path=str(shots["dark"]))
+    # Formulas cut off, every fold opened: on a phone, then on a desktop (issue 35)
+    page.emulate_media(color_scheme="light")
+    page.set_viewport_size(PHONE)
+    _settle(page)
+    report["clippedMath"] = {"phone": page.evaluate(CLIPPED_MATH)}
+    page.set_viewport_size(DESKTOP)
+    _settle(page)
+    report["clippedMath"]["desktop"] = page.evaluate(CLIPPED_MATH)
     report["seconds"] = round(time.perf_counter() - started, 2)
     return report

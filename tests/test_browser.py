@@ -1,7 +1,8 @@
 """The built book works offline, in both editions: every page in headless Chromium, outside requests refused.
 
-For each page of the table of contents: the math is typeset by the book's own MathJax (no raw
-``$$``, ``\\(`` or ``\\[`` left), every image loads, every explorer from ``mha.viz.widgets`` renders
+For each page of the table of contents: the math was typeset when the book was built (KaTeX's HTML
+and MathML in the page, no raw ``$$``, ``\\(`` or ``\\[`` left; ``test_browser_math.py`` checks
+the rest), every image loads, every explorer from ``mha.viz.widgets`` renders
 (one per explorer output stored in the notebook, its script ran, its frame loaded, moving its
 first control changes the frame), no JavaScript error, and no request left the book. Screenshots
 of each page are saved under ``_build/screenshots/`` (the Chinese edition's under
@@ -161,21 +162,21 @@ def browser():
         browser.close()
 
 
+def _measure_math():
+    """scripts/measure_math.py: what the math costs a page (long tasks, layout shift, math scripts)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import measure_math
+
+    return measure_math
+
+
 def _typeset(page) -> None:
-    """Wait until the book's MathJax has typeset the page (if the page loads MathJax)."""
-    page.wait_for_function(
-        "() => !document.querySelector('script[src*=\"mathjax\"]') || "
-        "(window.MathJax && MathJax.startup && MathJax.startup.promise)",
-        timeout=30_000,
-    )
-    page.evaluate(
-        "() => window.MathJax && MathJax.startup && MathJax.startup.promise "
-        "? MathJax.startup.promise.then(() => true) : true"
-    )
+    """The math is in the page as built (KaTeX); wait for the fonts it uses, as a reader's browser does."""
+    page.evaluate("() => document.fonts.ready.then(() => true)")
 
 
 RAW_TEX = r"""() => {
-  const skip = new Set(["PRE", "CODE", "SCRIPT", "STYLE", "MJX-ASSISTIVE-MML", "TEXTAREA"]);
+  const skip = new Set(["PRE", "CODE", "SCRIPT", "STYLE", "ANNOTATION", "TEXTAREA"]);
   const main = document.querySelector("main") || document.body;
   const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
   const found = [];
@@ -208,7 +209,15 @@ PAGE_FACTS = r"""() => {
     explorerText: Array.from(document.querySelectorAll("figure.mha-explorer figcaption, figure.mha-explorer label"))
       .map(e => e.textContent).join(" | "),
     math: maths.length,
-    mathTypeset: maths.filter(m => m.querySelector("mjx-container")).length,
+    // typeset: KaTeX's HTML for the eye and its MathML (with the TeX) for a screen reader
+    mathTypeset: maths.filter(m => m.querySelector(".katex .katex-html[aria-hidden=true]")
+      && m.querySelector(".katex .katex-mathml math annotation")).length,
+    katexErrors: Array.from(document.querySelectorAll(".katex-error")).map(e => e.textContent.slice(0, 80)),
+    // what a formula shows (not its TeX): a backslash there is TeX that was not read ("concat\_lowrank")
+    backslashes: Array.from(document.querySelectorAll(".katex-html")).map(e => e.textContent)
+      .filter(text => text.includes("\\")).map(text => text.slice(0, 60)),
+    mathStyles: Array.from(document.querySelectorAll('link[rel="stylesheet"]')).map(l => l.href)
+      .filter(href => /katex/.test(href)),
     brokenImages: images.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute("src").slice(0, 80)),
     images: images.length,
     widgetViews: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
@@ -240,6 +249,9 @@ WIDE_BLOCKS = r"""() => {
   return wide;
 }"""
 
+#: A math engine's global, which a page that typesets in the browser defines.
+MATH_GLOBALS = "() => ['MathJax', 'katex', 'renderMathInElement'].filter(name => name in window)"
+
 MOVE_FIRST_CONTROL = r"""(id) => {
   const root = document.getElementById(id);
   const control = root.querySelector("[data-mha-control]");
@@ -261,7 +273,7 @@ MOVE_FIRST_CONTROL = r"""(id) => {
 ECHOES = r"""() => Array.from(document.querySelectorAll("figure.mha-explorer [data-mha-control]")).map(c => {
   const echo = document.getElementById(c.id + "-value");
   const shown = c.tagName === "SELECT" ? c.options[c.selectedIndex].text : c.getAttribute("aria-valuetext");
-  return {id: c.id, shown: shown, echo: echo ? echo.textContent : null};
+  return {id: c.id, tag: c.tagName, shown: shown, echo: echo ? echo.textContent : null};
 })"""
 
 
@@ -273,6 +285,8 @@ def visit(browser, url: str, screenshot: Path | None = None, reading: dict | Non
     """
     refused, failed, errors, loaded = [], [], [], []
     context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    measure_math = _measure_math()
+    context.add_init_script(measure_math.PERF_OBSERVER)  # long tasks and layout shifts from the start
     host = urlparse(url).netloc
 
     def route(request_route):
@@ -296,6 +310,8 @@ def visit(browser, url: str, screenshot: Path | None = None, reading: dict | Non
         _typeset(page)
         page.wait_for_load_state("networkidle")
         facts = page.evaluate(PAGE_FACTS)
+        facts["mathPerf"] = page.evaluate(measure_math.PERF_FACTS, measure_math.MATH_SCRIPT)
+        facts["mathGlobals"] = page.evaluate(MATH_GLOBALS)
         facts["rawTex"] = page.evaluate(RAW_TEX)
         facts["moved"] = [page.evaluate(MOVE_FIRST_CONTROL, e["id"]) for e in facts["explorers"]]
         facts["echoes"] = page.evaluate(ECHOES)
@@ -447,8 +463,11 @@ def test_old_addresses_reach_their_pages(edition, server, browser):
 
 
 #: The built book must stay small enough to download and host anywhere (issue 16: it was 39 MB,
-#: 24 MB of it the whole MathJax distribution).
+#: 24 MB of it the whole MathJax distribution; issue 35: the math is typeset when the book is built, and
+#: the pages load only KaTeX's CSS and its WOFF2 fonts).
 BOOK_BUDGET_MB = 20
+#: KaTeX's CSS and its 20 WOFF2 fonts: 0.3 MB (MathJax's script, fonts and extensions took 3 MB).
+MATH_ASSETS_BUDGET = 2**20
 
 
 @pytest.mark.parametrize("edition", list(EDITIONS))
@@ -457,7 +476,12 @@ def test_book_fits_its_size_budget(edition):
     if not (html_dir / "index.html").exists():
         skip_or_fail(f"the {edition} edition is not built ({html_dir / 'index.html'} is missing): run `make test`")
     size = sum(p.stat().st_size for p in html_dir.rglob("*") if p.is_file())
-    mathjax = sum(p.stat().st_size for p in (html_dir / "_static" / "mathjax").rglob("*") if p.is_file())
+    katex = html_dir / "_static" / "katex"
+    math = sum(p.stat().st_size for p in katex.rglob("*") if p.is_file())
     assert size < BOOK_BUDGET_MB * 2**20, f"the built book is {size / 2**20:.1f} MB (budget {BOOK_BUDGET_MB} MB)"
-    assert (html_dir / "_static" / "mathjax" / "tex-chtml.js").is_file()
-    assert mathjax < 4 * 2**20, f"MathJax takes {mathjax / 2**20:.1f} MB: copy only what the book loads"
+    assert (katex / "katex.min.css").is_file() and list(katex.glob("fonts/*.woff2")), (
+        f"no KaTeX CSS or fonts in {katex}"
+    )
+    assert not (html_dir / "_static" / "mathjax").exists(), "MathJax is still in the book"
+    assert not list(katex.rglob("*.js")), "KaTeX's JavaScript is in the book: the pages need only its CSS and fonts"
+    assert math < MATH_ASSETS_BUDGET, f"KaTeX's assets take {math / 2**20:.1f} MB: copy only the CSS and WOFF2 fonts"

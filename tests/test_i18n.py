@@ -119,6 +119,24 @@ def test_checker_requires_plain_multi_word_terms_and_code():
         ("值是 one-hot 向量。", "独热"),
         ("见符号表一页。", "符号说明"),
         ("在笔记本中运行。", "notebook"),
+        # issue 36
+        ("词序要靠位置嵌入。", "位置编码"),
+        ("旋转位置嵌入（RoPE）按位置旋转查询和键。", "位置编码"),
+        ("远低于 H100 约 295 的拐点。", "脊点"),
+        ("达到带宽上界的 34% 到 54%。", "带宽下界"),
+        ("去掉一个头后的释义间隔。", "复述句"),
+        ("`mha` 的快速层对纯 PyTorch 层。", "精简层"),
+        ("逐一核对形状的方程。", "公式"),
+        ("每个头的宽度为 $d_k$。", "头维度"),
+        ("横轴为头大小。", "头维度"),
+        ("在可运行的 notebook 中打开本章。", "运行中的 notebook"),
+        ("在实时运行的 notebook 中显示进度条。", "运行中的 notebook"),
+        ("（那只动物没有过马路，因为它太累了）", "动物没有过街"),
+        ("拼接在 250 步内解出了每个种子。", "学会"),
+        ("把输出与保存的输出进行比较。", "比较"),
+        ("GQA-8 读取的字节少 1.12 倍。", "1.12 倍"),
+        ("缓存比多头注意力的小 $h / g$ 倍。", "N 倍"),
+        ("会把缓存低估 64 倍。", "N 倍"),
     ],
 )
 def test_one_rendering_per_term(chinese, instead):
@@ -134,8 +152,79 @@ def test_one_rendering_per_term_leaves_the_right_words_alone():
         "在 `one-hot` 里",
         "笔记本电脑",
         "分数和热力图",
+        "旋转位置编码（RoPE）",
+        "H100 的脊点",
+        "带宽下界",
+        "复述句",
+        "精简层",
+        "公式",
+        "头维度为 $d_k$",
+        "在运行中的 notebook 里",
+        "动物没有过街，因为它太累了",
+        "五个种子都学会了任务",
+        "与保存的输出比较",
+        "MHA 读取的字节是 GQA-8 的 1.12 倍",
+        "生成快了 5.2 到 6.0 倍",
+        "它是最快中位数的多少倍",
+        "缓存只有多头注意力的 $h / g$ 分之一",
     ):
         assert i18n.rendering_problems(right) == [], right
+
+
+@pytest.mark.parametrize(
+    "chinese, rule",
+    [
+        ("教程说参数「随头数线性增长」。", "“”"),
+        ("每个头都把超过 94 % 的权重放在单个偏移量上。", "no space before %"),
+        ("**多查询注意力, MQA**：所有查询头共享一个键头。", "full-width punctuation"),
+        ("为什么一个头不够?", "full-width punctuation"),
+        ("输入过于分散、以致接近 独热 的 softmax。", "no space between two Chinese characters"),
+    ],
+)
+def test_typography_as_d2l_zh(chinese, rule):
+    problems = i18n.typography_problems(chinese)
+    assert len(problems) == 1 and rule in problems[0], problems
+
+
+def test_typography_leaves_code_math_and_latin_alone():
+    for right in (
+        "教程说参数“随头数线性增长”。",
+        "94% 的位置，而不是全部。",
+        "查询头 `i` 读取的是 K/V 头 `i % G`。",
+        "**多查询注意力（MQA）**：所有查询头共享一个键头（$g = 1$）。",
+        "列名是 “attn %”，即 BERT, GPT-2 的比例。",
+        "当 $a, b$ 固定时：$x: y$。",
+        "以“cat chases mouse”（猫追老鼠）为例。",
+    ):
+        assert i18n.typography_problems(right) == [], right
+
+
+@pytest.mark.parametrize(
+    "chinese, shows_stars",
+    [
+        ("词序要靠**{term}`位置编码 <positional embedding>`**进来。", True),  # ** then a role, after 靠
+        ("教程里有人说参数**“随头数线性增长”**。", True),  # ** then a quotation mark, after 数
+        ("一个**$h$ 个头**的层。", True),  # ** then math, after 个
+        ("它的**`merge`**参数。", True),
+        ("词序要靠 **{term}`位置编码 <positional embedding>`** 进来。", False),
+        ("教程里有人说参数“**随头数线性增长**”。", False),
+        ("**{term}`投影 <projection>`** 就是乘以一个矩阵。", False),
+        ("这一点**很重要**，也*很*简单。", False),
+        ("它是 `a**2`，不是粗体。", False),
+    ],
+)
+def test_checker_catches_bold_shown_as_literal_stars(chinese, shows_stars):
+    english = "Positions come in through the **{term}`positional embedding`**, as `a**2` shows."
+    problems = i18n.markup_problems(english, chinese)
+    assert bool(problems) == shows_stars, problems
+    assert bool(i18n.literal_stars(chinese)) == shows_stars
+
+
+def test_every_new_check_runs_in_message_problems():
+    english = "Each head puts over 94 % of its weight on one offset ({term}`multi-head attention`)."
+    chinese = "每个头都把超过 94 % 的权重放在「单个」偏移量上（**{term}`多头注意力 <multi-head attention>`**之外）。"
+    problems = "\n".join(i18n.message_problems(english, chinese, TERMS))
+    assert "no space before %" in problems and "“”" in problems and "literal *" in problems, problems
 
 
 def test_glossary_gives_every_term_a_chinese_form():

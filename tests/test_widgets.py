@@ -138,16 +138,18 @@ def test_html_has_one_frame_per_combination_controls_outputs_and_alt_text():
     assert data["labels"] == [["-2", "-1", "0", "1", "2"], ["solid", "dashed"]]
     for i in range(10):
         assert ex.frame_data_uri(i) == data["frames"][data["index"][i]]
-    # controls: a native range input for numbers, a select for strings, an <output> for each
+    # controls: a native range input for numbers, with an <output> echoing its value; a select for
+    # strings, which shows its value itself (issue 35: no echo repeating it beside it)
     (slider,) = doc.find("input", type="range")
     assert (slider["min"], slider["max"], slider["step"], slider["value"]) == ("0", "4", "1", "0")
     assert slider["aria-valuetext"] == "-2"
     (select,) = doc.find("select")
     assert [a["value"] for a in doc.find("option")] == ["0", "1"]
-    assert len(doc.find("output")) == 2
     for control in (slider, select):
         assert doc.find("label", **{"for": control["id"]}), "every control has a label"
-        assert doc.find("output", id=control["id"] + "-value")
+    (echo,) = doc.find("output")
+    assert echo["id"] == slider["id"] + "-value" and echo["for"] == slider["id"]
+    assert not doc.find("output", id=select["id"] + "-value")
     # one image showing frame 0 with its alt text
     (img,) = doc.find("img")
     assert img["src"] == ex.frame_data_uri(0) and img["alt"] == alt_line(-2, "solid")

@@ -11,14 +11,24 @@
  * The second skip link ("Skip to the table of contents", added to every page by the build)
  * moves focus into the chapter list, or opens it where it is a dialog (a phone).
  *
- * Formulas. MathJax is told to keep formulas out of the Tab order (_config.yml: inTabOrder
- * false), so that a keyboard reader reaches links and explorer controls; but a display formula
- * wider than the column scrolls inside its box (the theme's CSS), and a box that scrolls must be
- * reachable by keyboard to be scrolled (WCAG 2.1.1): such a formula, and only such, is a Tab
- * stop, re-checked when the window changes size, as the theme does for code cells.
+ * Formulas are typeset when the book is built (KaTeX, _ext/mha_math.py); mha_formulas.js makes
+ * a formula that scrolls inside its box a Tab stop.
+ *
+ * On a phone (issue 35):
+ * - inline code wraps only at a name's seams: a <wbr> after "_", "." or "/" between words, after
+ *   "(", "," or "=", and between the words of a CamelCase name (mha_book.css lets it break nowhere
+ *   else), so that "batch_size" never reads "batc/h_siz/e";
+ * - a table wider than its column, which scrolls inside its box, says so ("Scroll sideways →"
+ *   above its right corner, its right edge faded until it is scrolled to the end), re-checked
+ *   when the box changes size;
+ * - a figure shown at full size does not offer to be enlarged (.mha-full-size: mha_book.css's
+ *   "Tap to enlarge" line stays, empty).
  */
 (function () {
   "use strict";
+
+  var ZH = /^zh/i.test(document.documentElement.getAttribute("lang") || "");
+  var SCROLL_CUE = ZH ? "左右滑动查看 →" : "Scroll sideways →";
 
   var WIDE = "(min-width: 992px)";
 
@@ -69,54 +79,117 @@
     if (link) link.focus();
   }
 
-  function markScrollingFormulas() {
-    var formulas = document.querySelectorAll("div.math mjx-container");
-    for (var i = 0; i < formulas.length; i++) {
-      var formula = formulas[i];
-      if (formula.scrollWidth > formula.clientWidth + 1) formula.setAttribute("tabindex", "0");
-      else if (formula.getAttribute("tabindex") === "0") formula.removeAttribute("tabindex");
+  // May a line break between text[i - 1] and text[i] of a code name? Only at a seam.
+  function seamAt(text, i) {
+    var before = text.charAt(i - 2), a = text.charAt(i - 1), b = text.charAt(i);
+    var word = /[A-Za-z0-9]/;
+    if (a === "_") return word.test(b) && (word.test(before) || before === "_");  // batch_|size
+    if (a === ".") return /[A-Za-z_)\]]/.test(before) && /[A-Za-z_]/.test(b);  // torch.|nn, not 0.5
+    if (a === "/") return word.test(before) && word.test(b);
+    if (a === "(" || a === "," || a === "=") return i > 1 && /[^\s)(,=]/.test(b);  // f(|x, need=|False
+    return /[a-z]/.test(a) && /[A-Z]/.test(b);  // Multihead|Attention
+  }
+
+  function addCodeSeams() {
+    var codes = document.querySelectorAll(".bd-article code.literal");
+    for (var c = 0; c < codes.length; c++) {
+      var walker = document.createTreeWalker(codes[c], NodeFilter.SHOW_TEXT);
+      var texts = [];
+      for (var node = walker.nextNode(); node; node = walker.nextNode()) texts.push(node);
+      for (var n = 0; n < texts.length; n++) {
+        var text = texts[n].data, start = 0, parts = [];
+        for (var i = 1; i < text.length; i++) {
+          if (seamAt(text, i)) {
+            parts.push(text.slice(start, i));
+            start = i;
+          }
+        }
+        if (!parts.length) continue;
+        parts.push(text.slice(start));
+        var fragment = document.createDocumentFragment();
+        for (var k = 0; k < parts.length; k++) {
+          if (k) fragment.appendChild(document.createElement("wbr"));
+          fragment.appendChild(document.createTextNode(parts[k]));
+        }
+        texts[n].parentNode.replaceChild(fragment, texts[n]);
+      }
     }
   }
 
-  // A formula's box changes with the window, its content when MathJax's web fonts arrive.
-  function observeFormulas() {
-    markScrollingFormulas();
-    if (!window.ResizeObserver) return;
-    var pending = false;
-    var observer = new ResizeObserver(function () {
-      if (pending) return;
-      pending = true;
-      window.requestAnimationFrame(function () {
-        pending = false;
-        markScrollingFormulas();
-      });
-    });
-    var formulas = document.querySelectorAll("div.math mjx-container");
-    for (var i = 0; i < formulas.length; i++) {
-      observer.observe(formulas[i]);
-      if (formulas[i].firstElementChild) observer.observe(formulas[i].firstElementChild);
+  function scrollsSideways(element) {
+    var overflow = window.getComputedStyle(element).overflowX;
+    return overflow === "auto" || overflow === "scroll";
+  }
+
+  function showScrolling(box) {
+    var wide = box.scrollWidth > box.clientWidth + 1;
+    box.classList.toggle("mha-scrolls", wide);
+    box.classList.toggle("mha-scrolled-end", box.scrollLeft + box.clientWidth >= box.scrollWidth - 1);
+    box.mhaScrollCue.hidden = !wide;
+  }
+
+  // Each table's scrolling box goes into a positioned frame (same size and place) that holds the cue.
+  function markScrollingTables() {
+    var tables = document.querySelectorAll(".bd-article table");
+    var observer = window.ResizeObserver
+      ? new ResizeObserver(function (entries) {
+          for (var e = 0; e < entries.length; e++) {
+            var box = entries[e].target.mhaScrollBox || entries[e].target;
+            showScrolling(box);
+          }
+        })
+      : null;
+    for (var i = 0; i < tables.length; i++) {
+      var box = tables[i].parentElement;
+      while (box && !box.classList.contains("bd-article") && !scrollsSideways(box)) box = box.parentElement;
+      if (!box || box.classList.contains("bd-article") || box.mhaScrollCue) continue;
+      var frame = document.createElement("div");
+      frame.className = "mha-scroll-frame";
+      box.parentNode.insertBefore(frame, box);
+      frame.appendChild(box);
+      var cue = document.createElement("span");
+      cue.className = "mha-scroll-cue";
+      cue.textContent = SCROLL_CUE;
+      cue.hidden = true;
+      frame.appendChild(cue);
+      box.mhaScrollCue = cue;
+      tables[i].mhaScrollBox = box;
+      box.addEventListener("scroll", function (event) { showScrolling(event.currentTarget); }, { passive: true });
+      showScrolling(box);
+      if (observer) {
+        observer.observe(box);
+        observer.observe(tables[i]);
+      }
     }
   }
 
-  function watchFormulas() {
-    var mathjax = window.MathJax;
-    if (!mathjax) return;
-    if (mathjax.version && mathjax.startup) {
-      mathjax.startup.promise.then(observeFormulas);  // MathJax already running
-    } else {
-      // window.MathJax is still the configuration (this script runs before MathJax's own): MathJax
-      // calls pageReady once, to typeset the page; watch the formulas when it has.
-      mathjax.startup = mathjax.startup || {};
-      mathjax.startup.pageReady = function () {
-        return window.MathJax.startup.defaultPageReady().then(observeFormulas);
-      };
+  // A figure (a link to its image) or an explorer's frame shown at its full width offers no tap.
+  function markFullSizeFigures() {
+    var images = document.querySelectorAll(".bd-article a.image-reference > img, figure.mha-explorer img.mha-explorer-frame");
+    function check(img) {
+      var holder = img.parentElement;
+      var natural = img.naturalWidth || parseFloat(img.getAttribute("width") || img.style.width) || 0;
+      var enlarged = img.style.maxWidth === "none";
+      holder.classList.toggle("mha-full-size", !enlarged && natural > 0 && img.clientWidth >= natural - 1);
+    }
+    var observer = window.ResizeObserver
+      ? new ResizeObserver(function (entries) {
+          for (var e = 0; e < entries.length; e++) check(entries[e].target);
+        })
+      : null;
+    for (var i = 0; i < images.length; i++) {
+      (function (img) {
+        check(img);
+        img.addEventListener("load", function () { check(img); });
+        if (observer) observer.observe(img);
+      })(images[i]);
     }
   }
-
-  // Before MathJax starts (both scripts are deferred, this one first), not at DOMContentLoaded.
-  watchFormulas();
 
   function setUp() {
+    addCodeSeams();
+    markScrollingTables();
+    markFullSizeFigures();
     bindToggles(".primary-toggle");
     bindToggles(".secondary-toggle");
     var skip = document.querySelector("#pst-skip-link a.mha-skip-contents");

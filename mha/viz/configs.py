@@ -180,7 +180,7 @@ def render_kv(num_kv_heads: int, num_layers: int, batch_size: int, precision: st
     v = kv_explorer_values(num_kv_heads, num_layers, batch_size, precision)
     longest = KV_EXPLORER_MAX_LEN
     seq_lens = [0, longest]
-    fig, ax = plt.subplots(figsize=(6.0, 3.4))
+    fig, ax = plt.subplots(figsize=(6.0, 3.8))
     ax.plot(seq_lens, [t * v["per_token"] / GIB for t in seq_lens], "-", label="KV cache")
     ax.axhline(m["budget_bytes"] / GIB, color="#D55E00", ls="--", lw=1, label="24 GiB cache budget")
     ax.axvline(m["train_context"], color="0.5", ls=":", lw=1, label=f"trained context ({m['train_context']:,})")
@@ -192,16 +192,19 @@ def render_kv(num_kv_heads: int, num_layers: int, batch_size: int, precision: st
     ax.set_xlabel("context length (tokens)")
     ax.set_ylabel("KV cache (GiB)")
     ax.set_title(_kv_title(num_kv_heads, num_layers, batch_size, precision))
-    ax.text(
-        0.02,
-        0.95,
+    # the note right of the dotted line, above the budget line and the cache line (which ends at
+    # most at 1 / 1.05 of the axis height at the right); the legend below the axes, off every line
+    ax.annotate(
         _kv_note(v),
-        transform=ax.transAxes,
+        (m["train_context"], 0.95),
+        xycoords=("data", "axes fraction"),
+        xytext=(6, 0),
+        textcoords="offset points",
         va="top",
         fontsize=9,
     )
-    ax.legend(loc="center right", fontsize=9)
-    fig.tight_layout()
+    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig
 
 

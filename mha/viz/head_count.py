@@ -22,6 +22,7 @@ from ..chapters.head_count import (
     grid_summary,
 )
 from .artists import set_tick_labels, spines, suptitle, text_layer, tick_label_texts
+from .layout import outside_legend
 from .live import LiveFigure
 from .plotting import head_color, plot_heads
 
@@ -187,7 +188,8 @@ def plot_learning_curves(num_relations: int = DEFAULT_RELATIONS, *, readout: str
     ax.set_xlabel("training steps (log scale; dotted: 1,500)", fontsize=11)
     ax.set_ylabel("accuracy (all r answers right)", fontsize=11)
     ax.set_title(f"r = {num_relations} relations, {READOUT_NAMES[readout]} readout", fontsize=12)
-    ax.legend(loc="center right", bbox_to_anchor=(1.0, 0.62), fontsize=10, title="heads")
+    # beside the axes: inside, it would cover the curves of some setting or other
+    outside_legend(ax, fontsize=10, title="heads")
     return ax.figure
 
 
@@ -196,8 +198,25 @@ def plot_curve_panels(panels=(("mlp", 4), ("mlp", 6))):
     fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4.6), sharey=True, squeeze=False)
     for ax, (readout, r) in zip(axes[0], panels):
         plot_learning_curves(r, readout=readout, ax=ax)
+    handles = {}
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(label, handle)
+        ax.get_legend().remove()
     for ax in axes[0][1:]:
         ax.set_ylabel("")
     fig.suptitle("Accuracy against training steps: each seed (thin),\nmedian held-out (thick), median train (dashed)")
     fig.tight_layout()
+    # one legend for all panels (a colour is the same h in each), beside the last one, off the data
+    fig.subplots_adjust(right=0.86)
+    labels = sorted(handles, key=lambda label: int(label.split("=")[1]))
+    axes[0][-1].legend(
+        [handles[label] for label in labels],
+        labels,
+        loc="upper left",
+        bbox_to_anchor=(1.03, 1.0),
+        borderaxespad=0.0,
+        fontsize=10,
+        title="heads",
+    )
     return fig

@@ -17,6 +17,7 @@ from ..chapters.merge_training import at_budget, select
 from ..chapters.merging import STRATEGIES
 from ..chapters.role_heads import ROLE_VOCAB, merge_example
 from .artists import cell_texts, set_heatmap, set_tick_labels, spines, suptitle, text_layer, tick_label_texts
+from .layout import outside_legend
 from .live import LiveFigure
 from .plotting import head_color
 
@@ -176,8 +177,7 @@ def plot_merge_curves(runs: list[dict], sweep: str = "main", *, lr=None):
         ax.set_xlabel("training steps (log scale)", fontsize=11)
     for ax in axes[:, 0]:
         ax.set_ylabel("accuracy (all 4 answers right)", fontsize=11)
-    axes[0, 0].legend(loc="lower right", fontsize=9)
-    last = axes.flat[-1]
+    last = axes.flat[-1]  # the key, in the free panel: a legend on a panel would cover its curves
     last.axis("off")
     legend = (
         "thin lines: one seed each (held-out)\nthick line: median held-out\ndashed: median on the training set\n"
@@ -222,10 +222,11 @@ def plot_lr_sweep(runs: list[dict], steps: int = 6000):
 
 
 def plot_merge_results(runs: list[dict], steps: int, sweep: str = "main", *, ax=None):
-    """Held-out accuracy at ``steps`` against the whole model's parameters, one marker per seed;
-    the x axis starts at zero, so the parameter gaps look as large as they are. Returns the figure."""
+    """Held-out accuracy at ``steps`` against the whole model's parameters, one marker per seed.
+    The x axis spans the models' sizes with a margin: from 0, every marker would fall into the
+    last tenth of the axis, on top of one another. Returns the figure."""
     if ax is None:
-        _, ax = plt.subplots(figsize=(7.0, 4.0))
+        _, ax = plt.subplots(figsize=(6.0, 4.0))
     for strategy in STRATEGIES:
         rows = at_budget(runs, steps, sweep, strategy=strategy)
         ax.scatter(
@@ -236,10 +237,12 @@ def plot_merge_results(runs: list[dict], steps: int, sweep: str = "main", *, ax=
             label=strategy,
             alpha=0.8,
         )
-    ax.set_xlim(0, 1.1 * max(r["params"] for r in runs))
+    sizes = [r["params"] for r in at_budget(runs, steps, sweep)]
+    margin = max(0.08 * (max(sizes) - min(sizes)), 1.0)
+    ax.set_xlim(min(sizes) - margin, max(sizes) + margin)
     ax.set_ylim(-0.05, 1.05)
-    ax.set_xlabel("parameters (whole model)", fontsize=11)
+    ax.set_xlabel("parameters (whole model; the axis does not start at 0)", fontsize=11)
     ax.set_ylabel("held-out accuracy", fontsize=11)
     ax.set_title(f"Four relations, after {steps:,} steps (one marker per seed)", fontsize=12)
-    ax.legend(loc="center left", fontsize=9, title="merge")
+    outside_legend(ax, fontsize=9, title="merge")
     return ax.figure

@@ -105,18 +105,29 @@ def plot_looped_vs_batched(report, *, ax=None):
 
 
 def plot_memory_vs_seq_len(report, *, impls=MAIN_IMPLS, ax=None):
-    """Activations saved for the backward pass (MiB) against T, from a stored report."""
+    """Activations saved for the backward pass (MiB) against T, from a stored report.
+
+    Implementations that save exactly the same bytes at every length share one line, and its
+    legend entry names them all ("mha SDPA = bare PyTorch"): drawn apart, one would hide the other."""
     fig, ax = _axes(ax)
     lengths = seq_lens(report, "memory")
+    groups: dict[tuple, list] = {}
     for impl in impls:
-        mib = [memory_bytes(report, impl, t) / 2**20 for t in lengths]
-        ax.plot(lengths, mib, "o-", color=_color(impl), label=SHORT_NAMES.get(impl, impl))
+        groups.setdefault(tuple(memory_bytes(report, impl, t) for t in lengths), []).append(impl)
+    for saved, members in groups.items():
+        names = [SHORT_NAMES.get(impl, impl) for impl in members]
+        label = (
+            " = ".join(names)
+            if len(names) < 3
+            else " =\n".join(" = ".join(names[i : i + 2]) for i in range(0, len(names), 2))
+        )
+        ax.plot(lengths, np.array(saved) / 2**20, "o-", color=_color(members[0]), label=label)
     _log2_lengths(ax, lengths)
     ax.set_yscale("log")
     ax.set_ylabel("saved for backward (MiB)")
     _plain_log_ticks(ax)
     ax.set_title(f"memory, batch {report['batch_size']}, {report['num_heads']} heads")
-    ax.legend(fontsize=9)
+    ax.legend(fontsize=9, loc="upper left", title="“=”: the same bytes at every T", title_fontsize=9)
     return fig
 
 
@@ -139,9 +150,16 @@ def render_benchmark(report, measure: str = "forward+backward", seq_len: int | N
     y = list(range(len(MAIN_IMPLS)))[::-1]
     ax.barh(y, times, xerr=spread, capsize=3, color=[_color(i) for i in MAIN_IMPLS])
     ax.set_yticks(y, [SHORT_NAMES[i] for i in MAIN_IMPLS])
-    for yi, t, r in zip(y, times, records):
-        ax.text(r["q3_ms"], yi, f" {t:.0f} ms ({t / fastest:.2f}×)", va="center", fontsize=9)
-    ax.set_xlim(0, max(r["q3_ms"] for r in records) * 1.4)
+    for yi, t, r in zip(y, times, records):  # clear of the error bar's cap
+        ax.annotate(
+            f"{t:.0f} ms ({t / fastest:.2f}×)",
+            (r["q3_ms"], yi),
+            xytext=(6, 0),
+            textcoords="offset points",
+            va="center",
+            fontsize=9,
+        )
+    ax.set_xlim(0, max(r["q3_ms"] for r in records) * 1.45)
     ax.set_xlabel("median time (ms), bars: IQR")
     ax.set_title(
         f"{measure}, $T$ = {seq_len}, batch {report['batch_size']}, $d_{{\\mathrm{{model}}}}$ {report['d_model']}"

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..chapters.pretrained_analysis import TWIN_SENTENCES
 from ..chapters.pretrained_twins import sentence_attention
+from .layout import place_labels
 from .live import LiveFigure
 from .plotting import head_color, use_style
 
@@ -243,19 +244,19 @@ def plot_it_margins(resolution: dict):
     ax.set_xlim(xlim)
     ax.set_ylim(ylim)
     best = np.unravel_index(np.minimum(x, y).argmax(), x.shape)  # the best "resolver"
-    for layer, head in {*map(tuple, np.argwhere(np.abs(x) + np.abs(y) > 0.3)), best}:
-        ax.annotate(
-            f"L{layer + 1}H{head + 1}",
-            (x[layer, head], y[layer, head]),
-            fontsize=8,
-            xytext=(4, 4),
-            textcoords="offset points",
-        )
     ax.set_xlabel('"tired": weight(it -> animal) - weight(it -> street)')
     ax.set_ylabel('"wide": weight(it -> street) - weight(it -> animal)')
     ax.set_title('Which heads send "it" to the right noun?')
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
+    # labelled once the axes has its size, each where it covers no other label and no point
+    labelled = sorted({*map(tuple, np.argwhere(np.abs(x) + np.abs(y) > 0.3)), best})
+    place_labels(
+        ax,
+        [(x[layer, head], y[layer, head]) for layer, head in labelled],
+        [f"L{layer + 1}H{head + 1}" for layer, head in labelled],
+        fontsize=8,
+    )
     return fig
 
 

@@ -13,10 +13,10 @@ The returned :class:`Explorer` displays as ONE output with two representations:
   that a Jupyter server started (``make lab``) it computes: each control takes its live form (a
   continuous slider for :class:`FloatRange`/:class:`IntRange`, a text box for :class:`Text`) and
   every change redraws the figure, in place when ``render`` is a :class:`LiveFigure`.
-* ``text/html``: a self-contained component (native ``<input type=range>`` / ``<select>``, an
-  ``<output>`` with the current value, about 30 lines of inline JavaScript, no third-party
-  script) that swaps frames precomputed for every combination of the controls' grid values. The
-  book shows this one, because ``_config.yml`` sets
+* ``text/html``: a self-contained component (native ``<input type=range>`` / ``<select>``, a
+  slider's ``<output>`` with its current value (a dropdown shows its own), about 30 lines of
+  inline JavaScript, no third-party script) that swaps frames precomputed for every combination
+  of the controls' grid values. The book shows this one, because ``_config.yml`` sets
   ``sphinx: config: nb_mime_priority_overrides: [["html", "text/html", 0]]``. A note in it, hidden
   by its script, tells a reader who sees it where scripts do not run (a notebook opened before its
   cells ran) that the explorer comes alive when the cell runs.
@@ -165,7 +165,8 @@ _SCRIPT = """(function () {
     for (var i = 0; i < controls.length; i++) {
       var k = parseInt(controls[i].value, 10), label = data.labels[i][k];
       index = index * data.labels[i].length + k;
-      document.getElementById(controls[i].id + "-value").textContent = label;
+      var echo = document.getElementById(controls[i].id + "-value");  // a slider's; a dropdown shows its own
+      if (echo) echo.textContent = label;
       if (controls[i].type === "range") controls[i].setAttribute("aria-valuetext", label);
     }
     img.src = data.frames[data.index[index]];
@@ -317,20 +318,23 @@ class Explorer:
         label = f'<label for="{cid}" style="min-width:8em;font-weight:600">{html.escape(self.labels[name])}</label>'
         first = html.escape(spec.show(values[k]))
         if is_number(values[0]):
+            # A slider's value is echoed beside it (and announced: a live region).
             field = (
                 f'<input type="range" id="{cid}" data-mha-control="{i}" min="0" max="{len(values) - 1}" '
                 f'step="1" value="{k}" aria-valuetext="{first}" style="width:14em">'
+                f'<output id="{cid}-value" for="{cid}" aria-live="polite">{first}</output>'
             )
         else:
+            # A dropdown shows its value itself, and a screen reader announces it: no echo, which
+            # would only repeat it beside it (issue 35).
             options = "".join(
                 f'<option value="{j}"{" selected" if j == k else ""}>{html.escape(spec.show(v))}</option>'
                 for j, v in enumerate(values)
             )
             field = f'<select id="{cid}" data-mha-control="{i}">{options}</select>'
-        output = f'<output id="{cid}-value" for="{cid}" aria-live="polite">{first}</output>'
         return (
             f'<div class="mha-explorer-control" style="display:flex;gap:0.75em;align-items:center;'
-            f'margin:0.2em 0">{label}{field}{output}</div>'
+            f'margin:0.2em 0">{label}{field}</div>'
         )
 
     def _build_html(self) -> str:
