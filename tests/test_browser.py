@@ -199,7 +199,11 @@ PAGE_FACTS = r"""() => {
   const images = Array.from(document.querySelectorAll("img"));
   const prose = Array.from(document.querySelectorAll("main p, main li, main h1, main h2, main h3, main dd, main td"))
     .filter(e => !e.closest("pre, code, .output, .cell_output, figure.mha-explorer, .math, .bibliography"))
-    .map(e => e.textContent.replace(/\$[^$]*\$/g, "")).join(" ");
+    .map(e => {  // the prose without its formulas (KaTeX's spans and MathML hold letters and TeX)
+      const copy = e.cloneNode(true);
+      copy.querySelectorAll(".math, .katex, .katex-display").forEach(m => m.remove());
+      return copy.textContent.replace(/\$[^$]*\$/g, "");
+    }).join(" ");
   const other = document.querySelector("p.mha-other-edition a");
   return {
     lang: document.documentElement.getAttribute("lang"),
