@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mha.chapters import build, build_diagnosis, build_reference
+from mha.chapters import answers, build, build_diagnosis, build_reference
 
 
 def said(verdict) -> str:
@@ -151,7 +151,7 @@ def test_attention_never_raises():
     ]:
         verdict = build.check_attention(fn)
         assert not verdict.ok and words in said(verdict), (words, verdict)
-        assert all(len(line) <= build_diagnosis.WIDTH == 74 for line in verdict.lines[1:])  # fits the page
+        assert all(len(line) <= answers.WIDTH == 74 for line in verdict.lines[1:])  # fits the page
 
 
 def test_attention_tries_an_unbatched_query():

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import textwrap
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -67,6 +68,16 @@ class Verdict:
         output's metadata: the book's Chinese edition shows the stored verdict in Chinese from it."""
         editions = {language: self.render(language) for language in verdict_i18n.LANGUAGES}
         return {"text/plain": repr(self)}, {"mha": {"verdict": editions}}
+
+
+def fit_to_page(verdict: Verdict) -> Verdict:
+    """``verdict`` with each line wrapped at :data:`WIDTH` (continuation lines indented two more), so
+    that it fits the book's code column; a translation starts from the unwrapped lines (``source``)."""
+    lines = []
+    for line in verdict.lines:
+        indent = " " * (len(line) - len(line.lstrip()) + 2)
+        lines += textwrap.wrap(line, WIDTH, subsequent_indent=indent, break_on_hyphens=False) or [line]
+    return Verdict(verdict.ok, verdict.first_error, tuple(lines), source=verdict.source or verdict.lines)
 
 
 def malformed(title: str, problem: str) -> Verdict:

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import functools
 import math
-import textwrap
 
 import torch
 
-from .answers import WIDTH, Verdict
+from .answers import Verdict, fit_to_page
 
 # ------------------------------------------------------------------------------------------------
 # Running the learner's code without letting it raise, and reading what it returned
@@ -53,8 +52,8 @@ def read_tensor(name: str, value, shape: tuple, *, allow_nan: bool = False) -> t
 
 
 def readable(check):
-    """A checker whose verdict fits the page: lines wrapped at :data:`WIDTH`, and an unwritten stub
-    (``raise NotImplementedError``) answered as such rather than as an error."""
+    """A checker whose verdict fits the page (:func:`~mha.chapters.answers.fit_to_page`), and an
+    unwritten stub (``raise NotImplementedError``) answered as such rather than as an error."""
 
     @functools.wraps(check)
     def wrapper(*args, **kwargs) -> Verdict:
@@ -64,11 +63,7 @@ def readable(check):
                 "  not written yet: replace `raise NotImplementedError(...)` with your code, then run this cell again"
             )
             verdict = Verdict(ok=False, first_error="not written", lines=(verdict.lines[0], note))
-        lines = [verdict.lines[0]]
-        for line in verdict.lines[1:]:
-            indent = " " * (len(line) - len(line.lstrip()) + 2)
-            lines += textwrap.wrap(line, WIDTH, subsequent_indent=indent, break_on_hyphens=False) or [line]
-        return Verdict(verdict.ok, verdict.first_error, tuple(lines), source=verdict.lines)
+        return fit_to_page(verdict)
 
     return wrapper
 

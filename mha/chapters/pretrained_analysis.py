@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import textwrap
 from pathlib import Path
 from typing import NamedTuple
 
@@ -38,7 +37,7 @@ from ..bert import (
     tokenize,
 )
 from . import DATA_DIR
-from .answers import WIDTH, Verdict
+from .answers import Verdict, fit_to_page
 
 #: The sentence-pair data set written for this course (see :func:`load_sentence_pairs`).
 SENTENCE_PAIRS = DATA_DIR / "sentence_pairs.json"
@@ -337,11 +336,7 @@ def value_norms(model: BertEncoder, tokenizer, sentences) -> dict:
 
 def Check(ok: bool, first_error: str | None, lines: tuple) -> Verdict:  # noqa: N802 (reads as a type)
     """A :class:`~mha.chapters.answers.Verdict`, each line wrapped to fit the book's code column."""
-    out = []
-    for line in lines:
-        indent = " " * (len(line) - len(line.lstrip()) + 2)
-        out += textwrap.wrap(line, WIDTH, subsequent_indent=indent, break_on_hyphens=False) or [line]
-    return Verdict(ok, first_error, tuple(out), source=tuple(lines))
+    return fit_to_page(Verdict(ok, first_error, tuple(lines)))
 
 
 def _refuse(step: str, message: str) -> Check:

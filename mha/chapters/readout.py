@@ -27,11 +27,10 @@ One head without a residual gives the rule of a single softmax: more than half i
 from __future__ import annotations
 
 import itertools
-import textwrap
 
 import torch
 
-from .answers import Report, Verdict, read_int
+from .answers import Report, Verdict, fit_to_page, read_int
 
 _TOL = 1e-9
 
@@ -195,15 +194,4 @@ def check_readable(answer, weights=EXERCISE_WEIGHTS) -> Verdict:
         if o not in single:
             hint += " (heads can cancel each other's weight: no single head needs more than 1/2)"
     report.wrong("answer", f"{sorted(mine)} is not it", hint)
-    return _fit(report.done())
-
-
-def _fit(verdict: Verdict, width: int = 74) -> Verdict:
-    """``verdict`` with each line wrapped at ``width``, so that it fits the book's code column."""
-    lines = []
-    for line in verdict.lines:
-        indent = " " * (len(line) - len(line.lstrip()) + 2)
-        lines += textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False) or [line]
-    # a translation starts from the unwrapped lines (a sentence cut in two could not be matched)
-    source = verdict.source or verdict.lines
-    return Verdict(ok=verdict.ok, first_error=verdict.first_error, lines=tuple(lines), source=source)
+    return fit_to_page(report.done())
