@@ -17,6 +17,10 @@ What this extension adds to sphinxcontrib-katex:
   book`` treats warnings as errors), instead of red TeX on the page (sphinxcontrib-katex's default);
 * ``static/mha_formulas.js`` (1 kB, no typesetting) makes a formula that scrolls in its box a Tab
   stop, and only such a formula (``static/mha_book.css``, "math", makes it scroll and show that it does);
+* a page with math asks for KaTeX's two commonest fonts (``PRELOADED_FONTS``) in its head, before its
+  CSS: otherwise they arrived after the first layout, and the inline formulas, laid out first in a
+  fallback font, grew and moved the words after them to the next line (chapter 11: layout shift
+  0.045; with the fonts preloaded, 0.0003);
 * only KaTeX's CSS and its WOFF2 fonts are copied into the book (every browser the book supports
   reads WOFF2): about 0.3 MB, where the MathJax the book loaded took 3 MB.
 """
@@ -48,6 +52,9 @@ KATEX_OPTIONS = {"throwOnError": True, "output": "htmlAndMathml", "strict": "ign
 FONT_SOURCES = re.compile(
     r'(url\(fonts/[^)]+\.woff2\) format\("woff2"\)),url\([^)]+\.woff\)[^;}]*?format\("truetype"\)'
 )
+#: KaTeX's fonts nearly every formula uses (upright text and digits; italic letters), which a page with
+#: math asks for before its CSS; the others (bold, sizes of big delimiters...) come when used.
+PRELOADED_FONTS = ("KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2")
 
 
 def configure(app, config) -> None:
@@ -99,6 +106,18 @@ def copy_katex_assets(app, exc) -> None:
         shutil.copy2(KATEX_DIST / "fonts" / font, target / "fonts" / font)
 
 
+def preload_fonts(app, pagename, templatename, context, doctree) -> None:
+    """Puts ``PRELOADED_FONTS`` in the head of a page that has math (``metatags`` precede the CSS)."""
+    if app.config.html_math_renderer != "katex" or not app.env.get_domain("math").has_equations(pagename):
+        return
+    links = "".join(
+        f'<link rel="preload" href="{context["pathto"](f"_static/{KATEX_STATIC}/fonts/{font}", 1)}" as="font" '
+        'type="font/woff2" crossorigin>'
+        for font in PRELOADED_FONTS
+    )
+    context["metatags"] = context.get("metatags", "") + "\n    " + links
+
+
 def setup(app):
     app.setup_extension("sphinxcontrib.katex")
     import sphinxcontrib.katex as katex
@@ -108,5 +127,6 @@ def setup(app):
     app.connect("config-inited", configure)
     # A formula that scrolls is a Tab stop (it typesets nothing; see the file)
     app.add_js_file("mha_formulas.js", defer="defer")
+    app.connect("html-page-context", preload_fonts)
     app.connect("build-finished", copy_katex_assets)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -15,9 +15,8 @@
  * a formula that scrolls inside its box a Tab stop.
  *
  * On a phone (issue 35):
- * - inline code wraps only at a name's seams: a <wbr> after "_", "." or "/" between words, after
- *   "(", "," or "=", and between the words of a CamelCase name (mha_book.css lets it break nowhere
- *   else), so that "batch_size" never reads "batc/h_siz/e";
+ * - inline code wraps only at a name's seams, never "batc/h_siz/e": the build puts a <wbr> at each
+ *   (mha_book.py, add_code_seams; this script did it once, and moved the lines it re-wrapped);
  * - a table wider than its column, which scrolls inside its box, says so ("Scroll sideways →"
  *   above its right corner, its right edge faded until it is scrolled to the end), re-checked
  *   when the box changes size;
@@ -77,43 +76,6 @@
     var target = document.querySelector("#pst-primary-sidebar-modal[open] nav.bd-docs-nav") || nav;
     var link = target.querySelector("a.current, a");
     if (link) link.focus();
-  }
-
-  // May a line break between text[i - 1] and text[i] of a code name? Only at a seam.
-  function seamAt(text, i) {
-    var before = text.charAt(i - 2), a = text.charAt(i - 1), b = text.charAt(i);
-    var word = /[A-Za-z0-9]/;
-    if (a === "_") return word.test(b) && (word.test(before) || before === "_");  // batch_|size
-    if (a === ".") return /[A-Za-z_)\]]/.test(before) && /[A-Za-z_]/.test(b);  // torch.|nn, not 0.5
-    if (a === "/") return word.test(before) && word.test(b);
-    if (a === "(" || a === "," || a === "=") return i > 1 && /[^\s)(,=]/.test(b);  // f(|x, need=|False
-    return /[a-z]/.test(a) && /[A-Z]/.test(b);  // Multihead|Attention
-  }
-
-  function addCodeSeams() {
-    var codes = document.querySelectorAll(".bd-article code.literal");
-    for (var c = 0; c < codes.length; c++) {
-      var walker = document.createTreeWalker(codes[c], NodeFilter.SHOW_TEXT);
-      var texts = [];
-      for (var node = walker.nextNode(); node; node = walker.nextNode()) texts.push(node);
-      for (var n = 0; n < texts.length; n++) {
-        var text = texts[n].data, start = 0, parts = [];
-        for (var i = 1; i < text.length; i++) {
-          if (seamAt(text, i)) {
-            parts.push(text.slice(start, i));
-            start = i;
-          }
-        }
-        if (!parts.length) continue;
-        parts.push(text.slice(start));
-        var fragment = document.createDocumentFragment();
-        for (var k = 0; k < parts.length; k++) {
-          if (k) fragment.appendChild(document.createElement("wbr"));
-          fragment.appendChild(document.createTextNode(parts[k]));
-        }
-        texts[n].parentNode.replaceChild(fragment, texts[n]);
-      }
-    }
   }
 
   function scrollsSideways(element) {
@@ -187,7 +149,6 @@
   }
 
   function setUp() {
-    addCodeSeams();
     markScrollingTables();
     markFullSizeFigures();
     bindToggles(".primary-toggle");
