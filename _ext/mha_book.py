@@ -112,6 +112,8 @@ BODY_FIXES = (
 #: Inline code in the page body (docutils writes ``<code class="docutils literal notranslate">``).
 INLINE_CODE = re.compile(r'(<code class="docutils literal[^"]*">)(.*?)(</code>)', re.S)
 WORD = re.compile(r"[A-Za-z0-9]")
+#: Where a code name may break (mha_book.css gives it a zero-width space as its content).
+SEAM = '<span class="mha-seam"></span>'
 
 
 def seam_at(text: str, i: int) -> bool:
@@ -133,11 +135,14 @@ def seam_at(text: str, i: int) -> bool:
 
 
 def add_code_seams(body: str) -> str:
-    """Puts a ``<wbr>`` at each seam of the text in the body's inline code (see ``seam_at``).
+    """Marks each seam of the text in the body's inline code (see ``seam_at``) with ``SEAM``.
 
-    On a phone a code name then breaks only there (mha_book.css lets it break nowhere else), never
-    "batc/h_siz/e". Done when the book is built: the script that did it after the page's first
-    layout moved the lines it re-wrapped (layout shift up to 0.12 on a slowed phone)."""
+    A code name then breaks only there (mha_book.css lets it break nowhere else), never
+    "batc/h_siz/e" on a phone. The mark is an empty span whose CSS content, a zero-width space, is
+    the break opportunity: unlike ``<wbr>`` it can be switched off where a name has room, in a
+    table on a wide screen (where ``num_/layers`` wrapped in a narrow column), and like it, it is
+    not copied with the code. Done when the book is built: the script that did it after the page's
+    first layout moved the lines it re-wrapped (layout shift up to 0.12 on a slowed phone)."""
 
     def seams(text: str) -> str:
         plain = html.unescape(text)
@@ -145,7 +150,7 @@ def add_code_seams(body: str) -> str:
         if not cuts:
             return text
         pieces = [plain[i:j] for i, j in zip([0, *cuts], [*cuts, len(plain)], strict=True)]
-        return "<wbr>".join(html.escape(piece, quote=False) for piece in pieces)
+        return SEAM.join(html.escape(piece, quote=False) for piece in pieces)
 
     def one(code: re.Match) -> str:
         inner = re.sub(r"(?<=>)([^<]+)|^([^<]+)", lambda m: seams(m.group(0)), code.group(2))

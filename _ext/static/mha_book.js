@@ -15,8 +15,9 @@
  * a formula that scrolls inside its box a Tab stop.
  *
  * On a phone (issue 35):
- * - inline code wraps only at a name's seams, never "batc/h_siz/e": the build puts a <wbr> at each
- *   (mha_book.py, add_code_seams; this script did it once, and moved the lines it re-wrapped);
+ * - inline code wraps only at a name's seams, never "batc/h_siz/e": the build marks each (an empty span.mha-seam
+ *   whose zero-width space is the break: mha_book.py, add_code_seams; this script did it once,
+ *   and moved the lines it re-wrapped);
  * - a table wider than its column, which scrolls inside its box, says so ("Scroll sideways →"
  *   above its right corner, its right edge faded until it is scrolled to the end), re-checked
  *   when the box changes size;
