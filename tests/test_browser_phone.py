@@ -350,6 +350,48 @@ def test_no_invalid_theme_mode_on_a_first_visit(page_name, edition, server, brow
     assert not [m for m in console if "invalid theme mode" in m.lower()], f"{page_name} ({edition}): {console[:5]}"
 
 
+#: The colour theme and the logos shown when the page's body starts, before any of its scripts but the
+#: head's ran (an init script watches for <body>).
+THEME_AT_FIRST_PAINT = r"""
+window.__mhaTheme = null;
+new MutationObserver((records, observer) => {
+  if (!document.body || window.__mhaTheme) return;
+  window.__mhaTheme = document.documentElement.dataset.theme;
+  observer.disconnect();
+}).observe(document, {childList: true, subtree: true});
+"""
+
+
+@pytest.mark.parametrize("stored", [None, "light", "dark", "auto"])
+@pytest.mark.parametrize("system", ["light", "dark"])
+@pytest.mark.parametrize("edition", list(EDITIONS))
+def test_the_page_starts_in_the_colour_theme_it_keeps(edition, system, stored, server, browser):  # noqa: F811
+    """The head picks light or dark as the theme's script later does: the reader's stored mode, else the system's.
+
+    Before, a first visit started as data-theme="auto", which no CSS reads: light colours on a dark system
+    and both logos, until the theme's deferred script chose, and the sidebar then jumped up by a logo's height
+    (layout shift 0.13-0.15)."""
+    context, page, _ = new_tab(browser, dark=system == "dark")
+    try:
+        page.set_viewport_size({"width": 1280, "height": 900})
+        if stored:
+            context.add_init_script(f"localStorage.setItem('mode', '{stored}')")
+        context.add_init_script(THEME_AT_FIRST_PAINT)
+        page.goto(f"{server}/{EDITIONS[edition]}/book/intro.html", wait_until="load")
+        page.wait_for_load_state("networkidle")
+        expected = stored if stored in ("light", "dark") else system
+        at_start = page.evaluate("() => window.__mhaTheme")
+        final = page.evaluate("() => document.documentElement.dataset.theme")
+        logos = page.evaluate(
+            "() => [...document.querySelectorAll('.navbar-brand img')].filter(i => i.getBoundingClientRect().height)"
+            ".map(i => i.className)"
+        )
+    finally:
+        context.close()
+    assert (at_start, final) == (expected, expected), f"{edition}: started {at_start}, ended {final}, not {expected}"
+    assert len(logos) == 1 and f"only-{expected}" in logos[0], logos
+
+
 def pages_with_sliders() -> list[str]:
     return [p for p in PAGES if 'type=\\"range' in _notebook_text(p)]
 
