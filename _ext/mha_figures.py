@@ -12,6 +12,13 @@ and labels from ``locales/zh_CN/explorers.json``.
 
 Output metadata also gives the image its ``width`` (myst-nb passes it on), so that Sphinx links
 the image to its full-size file (``html_scaled_image_link``): on a phone, one tap away.
+
+The Chinese edition also shows the words inside the images in Chinese: each figure and each explorer
+frame has a twin, drawn from the same figure when the chapters were executed (``mha.viz.figure_i18n``),
+stored as ``locales/zh_CN/<figures|frames>/<SHA-256 of the English image>.<ext>`` with an ``index.json``
+(the twin's size and strings). Here each figure's image node is pointed at its twin (before Sphinx
+collects the images, so only the twin is copied) and each frame's data URI in an explorer's HTML is
+swapped for its twin's, with the frame's size. The English edition is left as it is.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from docutils import nodes
@@ -44,12 +52,64 @@ def figure_alt(metadata: dict, language: str, labels: dict[str, str]) -> str | N
     if language == "en" or description is None:
         return metadata.get("alt")
     from mha.viz.describe import alt_text
+    from mha.viz.figure_i18n import translate  # the words the figure itself draws in this edition
 
-    return alt_text(description, language=language, tr=lambda text: labels.get(text) or text)
+    return alt_text(description, language=language, tr=translate)
+
+
+#: Where an edition's twins are, relative to the book's root (``mha.viz.figure_i18n``).
+TWINS = "locales/{language}/{kind}"
+FRAME_URI = re.compile(r"data:image/(webp|png);base64,([A-Za-z0-9+/=]+)")
+FRAME_SIZE = re.compile(r'(<img class="mha-explorer-frame" [^>]*?width=")(\d+)(" height=")(\d+)(")')
+
+
+def load_twins(app, kind: str) -> dict[str, dict]:
+    """SHA-256 of an English image -> its twin's entry (``file``, ``size``) in this edition."""
+    from mha_i18n import edition
+
+    cache = getattr(app, "mha_twins", None)
+    if cache is None:
+        cache = app.mha_twins = {}
+    if kind not in cache:
+        language = edition(app)
+        path = Path(app.srcdir) / TWINS.format(language=language, kind=kind) / "index.json"
+        cache[kind] = json.loads(path.read_text(encoding="utf-8")) if language != "en" and path.exists() else {}
+    return cache[kind]
+
+
+def swap_figure(app, image, digest: str) -> None:
+    """Points a figure's image node at its twin in this edition (if it has one)."""
+    from mha_i18n import edition
+
+    twin = load_twins(app, "figures").get(digest)
+    if twin is not None:
+        image["uri"] = "/" + TWINS.format(language=edition(app), kind="figures") + "/" + twin["file"]
+        if "width" in image:
+            image["width"] = str(twin["size"][0])
+
+
+def swap_frames(page: str, twins: dict[str, dict], folder: Path) -> str:
+    """An explorer's HTML with each frame's data URI swapped for its twin's, and the frame's size."""
+    size = None
+
+    def swap(match):
+        nonlocal size
+        twin = twins.get(hashlib.sha256(base64.b64decode(match.group(2))).hexdigest())
+        if twin is None:
+            return match.group(0)
+        size = twin["size"]
+        data = base64.b64encode((folder / twin["file"]).read_bytes()).decode("ascii")
+        return f"data:image/{match.group(1)};base64,{data}"
+
+    page = FRAME_URI.sub(swap, page)
+    if size is not None:
+        page = FRAME_SIZE.sub(lambda m: f"{m.group(1)}{size[0]}{m.group(3)}{size[1]}{m.group(5)}", page)
+    return page
 
 
 def set_figure_alts(app, doctree) -> None:
-    """Sets the alt text of every image output of the notebook just read."""
+    """Sets the alt text of every image output of the notebook just read and, in a translated
+    edition, swaps each figure and explorer frame for its twin with the words in that language."""
     from mha_i18n import edition, load_explorer_labels
 
     path = Path(app.env.doc2path(app.env.docname))
@@ -59,12 +119,26 @@ def set_figure_alts(app, doctree) -> None:
     language = edition(app)
     labels = load_explorer_labels(app)
     for image in doctree.findall(nodes.image):
-        metadata = figures.get(Path(image.get("uri", "")).stem)
+        digest = Path(image.get("uri", "")).stem
+        metadata = figures.get(digest)
         alt = figure_alt(metadata, language, labels) if metadata is not None else None
         if alt:
             image["alt"] = alt
+        if metadata is not None and language != "en":
+            swap_figure(app, image, digest)
+    frames = load_twins(app, "frames")
+    if not frames:
+        return
+    folder = Path(app.srcdir) / TWINS.format(language=language, kind="frames")
+    for raw in list(doctree.findall(nodes.raw)):
+        text = raw.astext()
+        if "mha-explorer-frame" in text:
+            swapped = swap_frames(text, frames, folder)
+            if swapped != text:
+                raw.replace_self(nodes.raw(raw.rawsource, swapped, format=raw.get("format", "html")))
 
 
 def setup(app):
-    app.connect("doctree-read", set_figure_alts)
+    # before Sphinx's image collector (priority 500) copies the images the doctree names
+    app.connect("doctree-read", set_figure_alts, priority=400)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -28,18 +28,29 @@ from nbclient import NotebookClient
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from notebooks import ROOT, all_texts, notebook_path, out_of_sync, read_text, strip_volatile, text_path  # noqa: E402
 
+sys.path.insert(0, str(ROOT))
+from mha.viz.figure_i18n import MISSING_ENV, TWINS_ENV, gather_twins  # noqa: E402
+
 #: Environment of the kernel: stored outputs are always generated on the CPU, without progress bars,
 #: with static explorers (every frame precomputed for the book) even when run from a live kernel.
 KERNEL_ENV = {"MHA_DEVICE": "cpu", "CUDA_VISIBLE_DEVICES": "", "TQDM_DISABLE": "1", "MHA_EXPLORERS": "static"}
+#: ... and, when outputs are stored, the folder the Chinese edition's twins of the figures and explorer
+#: frames are drawn into (mha.viz.figure_i18n), with a file listing the strings no phrasebook translates.
+TWINS = ROOT / "locales" / "zh_CN"
+MISSING_LOG = ROOT / "_build" / "figure_words_missing.txt"
 TEXT_MIME = ("text/plain", "text/html", "text/markdown", "text/latex", "image/svg+xml", "application/json")
 IGNORE_MARKERS = ("NBVAL_IGNORE_OUTPUT", "NBVAL_SKIP")
 IGNORE_TAGS = ("nbval-ignore-output", "nbval-skip")
 
 
-def execute_notebook(nb, path: Path, timeout: int = 600):
-    """Run every cell of ``nb`` (in place) in a fresh kernel started in ``path``'s folder."""
-    saved = {name: os.environ.get(name) for name in KERNEL_ENV}
-    os.environ.update(KERNEL_ENV)  # the kernel inherits this process's environment
+def execute_notebook(nb, path: Path, timeout: int = 600, twins: bool = False):
+    """Run every cell of ``nb`` (in place) in a fresh kernel started in ``path``'s folder;
+    ``twins``: the kernel also draws the Chinese twin of each figure and explorer frame."""
+    env = dict(KERNEL_ENV)
+    if twins:
+        env.update({TWINS_ENV: str(TWINS), MISSING_ENV: str(MISSING_LOG)})
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)  # the kernel inherits this process's environment
     try:
         client = NotebookClient(
             nb,
@@ -117,13 +128,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
     args = parser.parse_args(argv)
     texts = [text_path(p.resolve()) for p in args.paths] or all_texts()
+    if not args.check:
+        MISSING_LOG.unlink(missing_ok=True)
     failures = 0
     for text in texts:
         target = notebook_path(text)
         name = target.relative_to(ROOT)
         fresh = read_text(text)
         start = time.perf_counter()
-        execute_notebook(fresh, target, timeout=args.timeout)
+        execute_notebook(fresh, target, timeout=args.timeout, twins=not args.check)
         elapsed = time.perf_counter() - start
         if args.check:
             problems = out_of_sync(text)
@@ -137,6 +150,12 @@ def main(argv: list[str]) -> int:
             print(f"{name}: {elapsed:.1f} s", flush=True)
     if args.check:
         print(f"{len(texts) - failures} of {len(texts)} notebooks reproduce their stored text outputs")
+    else:
+        stored = [nbformat.read(path, as_version=4) for path in sorted((ROOT / "book").glob("*.ipynb"))]
+        for kind, (kept, lacking) in gather_twins(TWINS, stored).items():
+            print(f"Chinese twins of the {kind}: {kept}, {lacking} stored images without one")
+        if MISSING_LOG.exists():
+            print(f"strings no phrasebook translates: {MISSING_LOG.relative_to(ROOT)}")
     return 1 if failures else 0
 
 

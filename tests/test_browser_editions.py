@@ -2,15 +2,21 @@
 
 Run after `make book` and `make book-zh` (``make test`` builds both; the file name puts it with the
 browser tests, which need the built books). For every page, the text of every stored output and
-every code cell, and every explorer's frames, are identical in the two editions; only the prose,
-the explorers' labels and the checkers' verdicts differ, and a verdict only in its words: with the
-words masked, its numbers are the English verdict's, one for one.
+every code cell, are identical in the two editions; only the prose, the explorers' labels and the
+checkers' verdicts differ, and a verdict only in its words: with the words masked, its numbers are
+the English verdict's, one for one. Every figure and explorer frame of the Chinese edition is the
+Chinese twin of the English one (``locales/zh_CN/figures`` and ``frames``, drawn from the same figure
+with its words in Chinese: ``tests/test_figure_i18n.py`` checks that they draw the same numbers).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from conftest import skip_or_fail
@@ -20,20 +26,38 @@ from test_browser import EDITIONS as FOLDERS
 EDITIONS = {edition: BUILD / folder for edition, folder in FOLDERS.items()}
 
 
+FRAME_URI = re.compile(r"data:image/(?:webp|png);base64,([A-Za-z0-9+/=]+)")
+TWINS = Path(__file__).resolve().parents[1] / "locales" / "zh_CN"
+
+
 def computed_parts(page_html: str) -> dict[str, list[str]]:
-    """What the notebooks computed on a page: code, output text, explorer frames, figure images."""
+    """What the notebooks computed on a page: code, output text (an explorer: its frame order),
+    figure images, explorer frames (data URIs)."""
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(page_html, "html.parser")
+    frames = []
     for label in soup.select("figure.mha-explorer"):
-        frames = [img.get("src", "") for img in label.select("img.mha-explorer-frame")]
-        data = [s.get_text() for s in label.select('script[type="application/json"]')]
-        label.replace_with(soup.new_string("EXPLORER " + "|".join(frames) + "|".join(d[-2000:] for d in data)))
+        data = [json.loads(s.get_text()) for s in label.select('script[type="application/json"]')]
+        frames += [img.get("src", "") for img in label.select("img.mha-explorer-frame")]
+        frames += [frame for d in data for frame in d.get("frames", [])]
+        label.replace_with(soup.new_string("EXPLORER " + json.dumps([d.get("index") for d in data])))
     return {
         "code": [c.get_text() for c in soup.select("div.cell_input")],
         "outputs": [o.get_text() for o in soup.select("div.cell_output")],
         "images": [img.get("src", "") for img in soup.select("div.cell_output img")],
+        "frames": frames,
     }
+
+
+def frame_bytes(uri: str) -> bytes:
+    return base64.b64decode(FRAME_URI.fullmatch(uri).group(1))
+
+
+def twin(kind: str, english: bytes) -> bytes:
+    """The Chinese twin of an English figure or frame (KeyError: it has none)."""
+    index = json.loads((TWINS / kind / "index.json").read_text(encoding="utf-8"))
+    return (TWINS / kind / index[hashlib.sha256(english).hexdigest()]["file"]).read_bytes()
 
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -58,6 +82,23 @@ def test_both_editions_show_the_same_computed_outputs(page):
                 f"{page}: output {i} differs between the editions beyond its words:\n{a[:300]}\n---\n{b[:300]}"
             )
     assert en["images"] == zh["images"], f"{page}: figures differ between the editions"
+    assert len(en["frames"]) == len(zh["frames"]), f"{page}: explorer frames differ between the editions"
+
+
+@pytest.mark.parametrize("page", toc_pages())
+def test_the_chinese_edition_shows_every_figure_and_frame_in_chinese(page):
+    """Each image is the Chinese twin of the English one: its own bytes, never the English ones."""
+    for edition, folder in EDITIONS.items():
+        if not (folder / "index.html").exists():
+            skip_or_fail(f"the {edition} edition is not built ({folder}): run `make book` and `make book-zh`")
+    en, zh = (computed_parts((folder / f"{page}.html").read_text(encoding="utf-8")) for folder in EDITIONS.values())
+    base = {edition: (folder / page).parent for edition, folder in EDITIONS.items()}
+    for a, b in zip(en["images"], zh["images"]):
+        english, chinese = (base["en"] / a).read_bytes(), (base["zh_CN"] / b).read_bytes()
+        assert chinese != english and chinese == twin("figures", english), f"{page}: {b} is not the Chinese twin"
+    for i, (a, b) in enumerate(zip(en["frames"], zh["frames"])):
+        english, chinese = frame_bytes(a), frame_bytes(b)
+        assert chinese != english and chinese == twin("frames", english), f"{page}: frame {i} is not its twin"
 
 
 def test_the_comparison_sees_the_outputs():
@@ -67,7 +108,7 @@ def test_the_comparison_sees_the_outputs():
         skip_or_fail("the book is not built: run `make book`")
     parts = computed_parts((folder / "book/03_worked_example.html").read_text(encoding="utf-8"))
     assert len(parts["code"]) >= 10 and len(parts["outputs"]) >= 10 and parts["images"]
-    assert any("EXPLORER data:image/" in o for o in parts["outputs"])
+    assert any("EXPLORER " in o for o in parts["outputs"]) and parts["frames"]
 
 
 def test_the_chinese_edition_shows_chinese_verdicts():

@@ -24,6 +24,8 @@ from __future__ import annotations
 import base64
 import re
 
+from .figure_i18n import draw_in_chinese, drawn_texts, plain_math, twins_folder, write_twin
+
 #: The width of the book's text column at desktop size (1280 x 800), in CSS pixels, as measured in
 #: the built book: a figure output's image (``tests/test_browser_figures.py`` checks it) ...
 COLUMN_PX = 688
@@ -43,28 +45,6 @@ def text_px(points: float, dpi: float, natural_width: float, column: float = COL
     return points * dpi / 72.0 * min(1.0, column / natural_width)
 
 
-def drawn_texts(fig):
-    """The figure's texts that are drawn: visible, not empty, not on a hidden axis."""
-    from matplotlib.axes import Axes
-    from matplotlib.axis import Axis
-    from matplotlib.text import Text
-
-    def walk(artist):
-        if not artist.get_visible():
-            return
-        if isinstance(artist, Text):
-            if artist.get_text().strip():
-                yield artist
-            return
-        children = artist.get_children()
-        if isinstance(artist, Axes) and not artist.axison:
-            children = [c for c in children if not isinstance(c, Axis)]
-        for child in children:
-            yield from walk(child)
-
-    return list(walk(fig))
-
-
 def smallest_text_pt(fig) -> float:
     """The font size, in points, of the smallest text drawn in ``fig`` (``inf`` with no text)."""
     return min((text.get_fontsize() for text in drawn_texts(fig)), default=float("inf"))
@@ -73,31 +53,6 @@ def smallest_text_pt(fig) -> float:
 # --------------------------------------------------------------------------------------------
 # What a figure plots
 # --------------------------------------------------------------------------------------------
-
-
-#: Letters with a Unicode subscript or superscript form, for mathtext written as plain text.
-SUBSCRIPTS = dict(zip("0123456789aehijklmnoprstuvx", "₀₁₂₃₄₅₆₇₈₉ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ"))
-SUPERSCRIPTS = dict(zip("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻"))
-#: mathtext commands as plain text.
-TEX_WORDS = {r"\top": "T", r"\sqrt": "√", r"\cdot": "·", r"\times": "×", r"\tau": "τ", r"\,": " ", r"\ ": " "}
-
-
-def _script(table: dict, mark: str):
-    def replace(match):
-        chars = match.group(1) if match.group(1) is not None else match.group(2)
-        return "".join(table[c] for c in chars) if all(c in table for c in chars) else mark + chars
-
-    return replace
-
-
-def plain_math(text: str) -> str:
-    """mathtext (``$d_{\\mathrm{model}}$``, ``$QK^\\top$``) as plain text: ``d_model``, ``QKᵀ``."""
-    for tex, plain in TEX_WORDS.items():
-        text = text.replace(tex, plain)
-    text = re.sub(r"\\math(?:rm|default|bf|it)\{([^}]*)\}", r"\1", text)
-    text = re.sub(r"_\{([^}]*)\}|_(\w)", _script(SUBSCRIPTS, "_"), text)
-    text = re.sub(r"\^\{([^}]*)\}|\^(\w)", _script(SUPERSCRIPTS, "^"), text)
-    return text.replace("$", "").replace("{", "").replace("}", "")
 
 
 def _clean(text: str) -> str:
@@ -240,7 +195,7 @@ WORDS = {
         "colon": "：",
         "end": "。",
         "sep": "。",
-        "quote": "\N{LEFT CORNER BRACKET}{}\N{RIGHT CORNER BRACKET}",
+        "quote": "\N{LEFT DOUBLE QUOTATION MARK}{}\N{RIGHT DOUBLE QUOTATION MARK}",  # as d2l-zh
     },
 }
 
@@ -267,6 +222,7 @@ def _ticks(words, label: str, ticks: list[str]) -> str:
 def _panel_words(panel: dict, words, tr) -> str:
     """The panel's axes and series in words (no kind, no title)."""
     x, y = tr(panel["x"]), tr(panel["y"])
+    panel = {**panel, "xticks": [tr(t) for t in panel["xticks"]], "yticks": [tr(t) for t in panel["yticks"]]}
     if panel["kind"] == "heatmap":
         rows, cols = len(panel["yticks"]), len(panel["xticks"])
         if rows and cols:
@@ -292,7 +248,7 @@ def alt_text(description: dict, *, language: str = "en", tr=None) -> str:
 
     Consecutive panels that differ only in their titles (one heatmap per head) are told once.
     ``tr`` translates a title or label (the Chinese edition's ``explorers.json``; ``None``: keep it);
-    numbers and tick labels (tokens, values) are kept as drawn."""
+    tick labels go through ``tr`` too ("head 1"); numbers and tokens have no entry and stay as drawn."""
     words = WORDS[language]
     given = tr
     tr = lambda text: (given(text) if given and text else None) or text  # noqa: E731  (untranslated: as drawn)
@@ -361,4 +317,8 @@ def figure_output(fig):
         "alt": alt_text(description),
         META: {"text_pt": smallest_text_pt(fig), "dpi": fig.dpi, "description": description},
     }
+    if twins_folder() is not None:  # executing the book: the Chinese edition's twin (mha.viz.figure_i18n)
+        twin, pairs = draw_in_chinese(fig, lambda f: print_figure(f, "png", bbox_inches="tight"))
+        size = (int.from_bytes(twin[16:20], "big"), int.from_bytes(twin[20:24], "big"))
+        write_twin("figures", base64.b64decode(data), twin, "png", pairs, size)
     return data, metadata

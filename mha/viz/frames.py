@@ -60,6 +60,51 @@ def figure_png(fig, *, dpi: float | None = None, colors: int | None = FRAME_COLO
     return encode_image(figure_image(fig, dpi), colors, "png")
 
 
+def render_frames(render, combos, title, dpi, fmt):
+    """Render every combination at ``dpi``; returns image bytes per combination, all one size, and
+    the size in points of the smallest text in any frame.
+
+    Frames whose tight bounding box differs (e.g. wider tick labels) are padded with white to
+    the largest width and height, so the page does not jump as the reader moves a control. When
+    the book is executed (``MHA_FIGURE_TWINS``), each frame's Chinese twin is drawn from the same
+    figure and stored (:mod:`mha.viz.figure_i18n`), padded the same way among the twins.
+    """
+    from .describe import smallest_text_pt
+    from .figure_i18n import draw_in_chinese, twins_folder, write_twin
+
+    twins = twins_folder() is not None
+
+    def keep(fig):
+        image, points = figure_image(fig, dpi), smallest_text_pt(fig)
+        twin = draw_in_chinese(fig, lambda f: figure_image(f, dpi)) if twins else None
+        return image, points, twin
+
+    drawn = [capture(render, values, title, keep) for values in combos]
+    frames = _pad_encode([image for image, _, _ in drawn], fmt)
+    if twins:
+        chinese = _pad_encode([twin[0] for _, _, twin in drawn], fmt)
+        size = max(twin[0].width for _, _, twin in drawn), max(twin[0].height for _, _, twin in drawn)
+        for english, twin, (_, _, (_, pairs)) in zip(frames, chinese, drawn):
+            write_twin("frames", english, twin, fmt, pairs, size)
+    width, height = max(i.width for i, _, _ in drawn), max(i.height for i, _, _ in drawn)
+    return frames, (width, height), min(points for _, points, _ in drawn)
+
+
+def _pad_encode(images, fmt) -> list[bytes]:
+    from PIL import Image
+
+    width = max(image.width for image in images)
+    height = max(image.height for image in images)
+    frames = []
+    for image in images:
+        if image.size != (width, height):
+            canvas = Image.new("RGB", (width, height), (255, 255, 255))
+            canvas.paste(image, ((width - image.width) // 2, 0))
+            image = canvas
+        frames.append(encode_image(image, FRAME_COLORS, fmt))
+    return frames
+
+
 # --------------------------------------------------------------------------------------------
 # Calling a render function safely
 # --------------------------------------------------------------------------------------------

@@ -56,8 +56,7 @@ from .controls import (
     label_of,
     live_description,
 )
-from .describe import smallest_text_pt
-from .frames import FRAME_COLORS, FRAME_FORMAT, call_args, capture, encode_image, figure_image, figure_png, frame_format
+from .frames import FRAME_COLORS, FRAME_FORMAT, call_args, figure_png, frame_format, render_frames
 from .live import LiveFigure, LiveView, Painter, draw_function, explorer_mode, updates_in_place
 
 __all__ = [  # the controls' specs and helpers stay importable from here, where explorers are made
@@ -104,31 +103,6 @@ STATIC_NOTE = (
 LIVE_NOTE = "A live explorer: run this cell to bring it back (it computes in the notebook's kernel)."
 
 _id_counts: dict[str, int] = {}
-
-
-def _render_frames(render, combos, title, dpi, fmt):
-    """Render every combination at ``dpi``; returns image bytes per combination, all one size, and
-    the size in points of the smallest text in any frame.
-
-    Frames whose tight bounding box differs (e.g. wider tick labels) are padded with white to
-    the largest width and height, so the page does not jump as the reader moves a control.
-    """
-    from PIL import Image
-
-    drawn = [
-        capture(render, values, title, lambda fig: (figure_image(fig, dpi), smallest_text_pt(fig))) for values in combos
-    ]
-    images = [image for image, _ in drawn]
-    width = max(image.width for image in images)
-    height = max(image.height for image in images)
-    frames = []
-    for image in images:
-        if image.size != (width, height):
-            canvas = Image.new("RGB", (width, height), (255, 255, 255))
-            canvas.paste(image, ((width - image.width) // 2, 0))
-            image = canvas
-        frames.append(encode_image(image, FRAME_COLORS, fmt))
-    return frames, (width, height), min(points for _, points in drawn)
 
 
 def _slug(title: str) -> str:
@@ -275,7 +249,7 @@ class Explorer:
         dpi = FRAME_DPI
         draw = draw_function(self.render)
         while True:
-            encoded, self.frame_size, self.text_pt = _render_frames(
+            encoded, self.frame_size, self.text_pt = render_frames(
                 draw, self.combos, self.title, dpi, self.frame_format
             )
             distinct = list(dict.fromkeys(encoded))
