@@ -14,6 +14,8 @@ translatable message of the prose replaced by its translation from
 * **Explorer values.** What a control echoes (the ``<output>`` beside it, a live region a screen
   reader announces, and a slider's ``aria-valuetext``) and the labels its script echoes from are
   translated with the same table: a dropdown that shows 名词 also says 名词, not noun.
+* **Printed outputs.** What the code printed is translated from ``locales/zh_CN/outputs.json``, numbers
+  copied and table columns re-aligned (``mha_outputs``).
 * **Checker verdicts.** A verdict's stored output carries its Chinese text in the output's metadata
   (the same checks, run once; ``mha/data/verdicts``): the Chinese edition shows that text.
 * **The chrome in the reader's language.** The sidebar's part captions come from the page's
@@ -37,6 +39,8 @@ import re
 from pathlib import Path
 
 from docutils import nodes
+from mha_alts import alt_phrases, translate_alt, translate_value_lists
+from mha_outputs import outputs_two_columns, translate_outputs
 from sphinx import addnodes
 from sphinx.locale import init as init_locale
 from sphinx.transforms import SphinxTransform
@@ -132,6 +136,8 @@ ZH_AUTHOR = "mha 课程团队"
 CHROME_ATTRIBUTE = re.compile(r'\b(aria-label|title|placeholder|data-bs-title|data-tooltip)="([^"]*)"')
 CHROME_TOGGLE = re.compile(r'(<p class="(?:collapsed|expanded) admonition-title">)([^<]*)(</p>)')
 HOME_ALT = re.compile(r'(<img [^>]*alt="[^"]*) - Home"')
+#: A citation's "et al." (sphinxcontrib-bibtex's author-year style), as d2l-zh writes it: Vaswani 等, 2017.
+ET_AL = re.compile(r'(<a [^>]*href="[^"]*references\.html#[^"]*"[^>]*>[^<]*?) ?<em>et al\.</em>')
 
 
 def translate_chrome(page_html: str, table: dict[str, str]) -> str:
@@ -147,6 +153,7 @@ def translate_chrome(page_html: str, table: dict[str, str]) -> str:
     page_html = CHROME_TOGGLE.sub(
         lambda m: m.group(1) + html.escape(table.get(m.group(2), m.group(2))) + m.group(3), page_html
     )
+    page_html = ET_AL.sub(r"\1 等", page_html)
     return HOME_ALT.sub(r'\1 - 首页"', page_html)
 
 
@@ -242,8 +249,9 @@ def explorer_strings(page_html: str) -> list[str]:
     return sorted(set(found))
 
 
-def translate_explorer_html(page_html: str, labels: dict[str, str]) -> str:
-    """``page_html`` with every explorer string that ``labels`` translates replaced (frames untouched)."""
+def translate_explorer_html(page_html: str, labels: dict[str, str], phrases=()) -> str:
+    """``page_html`` with every explorer string that ``labels`` translates replaced (frames untouched), and
+    the frames' alt texts translated with the phrasebook ``phrases`` (``mha_alts``)."""
 
     def tr(text: str) -> str:
         return labels.get(text.strip(), text) or text
@@ -257,7 +265,8 @@ def translate_explorer_html(page_html: str, labels: dict[str, str]) -> str:
         for p in parts.split("; "):
             name, _, values = p.partition(" \N{ELEMENT OF} ")
             names.append(f"{tr(name)} \N{ELEMENT OF} {values}")
-        return GRID_ZH[kind].format(count=count, sizes=sizes, parts="；".join(names))
+        parts = translate_value_lists("；".join(names), labels)  # {名词, 动词}: as the dropdowns show them
+        return GRID_ZH[kind].format(count=count, sizes=sizes, parts=parts)
 
     def replace(part):
         def swap(match):
@@ -273,7 +282,7 @@ def translate_explorer_html(page_html: str, labels: dict[str, str]) -> str:
 
     for part, pattern in EXPLORER_PARTS.items():
         page_html = pattern.sub(replace(part), page_html)
-    return translate_explorer_values(page_html, tr)
+    return translate_explorer_values(page_html, tr, lambda alt: translate_alt(alt, phrases, labels) if phrases else alt)
 
 
 #: What an explorer echoes for its current value: the ``<output>`` beside a control (a live
@@ -283,11 +292,13 @@ EXPLORER_VALUES = {
     "output": re.compile(r'(<output id="mha-explorer-[^"]*-value"[^>]*>)(.*?)(</output>)', re.S),
     "valuetext": re.compile(r'(<input type="range" id="mha-explorer-[^"]*"[^>]*? aria-valuetext=")([^"]*)(")'),
 }
+EXPLORER_ALT = re.compile(r'(<img class="mha-explorer-frame"[^>]*? alt=")([^"]*)(")')
 EXPLORER_DATA = re.compile(r'(<script type="application/json" id="mha-explorer-[^"]*-data">)(.*?)(</script>)', re.S)
 
 
-def translate_explorer_values(page_html: str, tr) -> str:
-    """The explorers' echoed values translated with ``tr`` (a dropdown's 名词, not noun), frames untouched."""
+def translate_explorer_values(page_html: str, tr, alt=lambda text: text) -> str:
+    """The explorers' echoed values translated with ``tr`` (a dropdown's 名词, not noun), and their frames'
+    alt texts with ``alt``; frames untouched."""
 
     def swap(match):
         text = tr(html.unescape(match.group(2)))
@@ -296,9 +307,12 @@ def translate_explorer_values(page_html: str, tr) -> str:
     def swap_labels(match):
         data = json.loads(match.group(2))
         labels = [[tr(label) for label in values] for values in data.get("labels", [])]
-        if labels == data.get("labels", []):
+        alts = [alt(text) for text in data.get("alts", [])]
+        if labels == data.get("labels", []) and alts == data.get("alts", []):
             return match.group(0)
         data["labels"] = labels
+        if alts:
+            data["alts"] = alts
         # as mha.viz.widgets writes it: ASCII JSON that cannot close its <script>
         text = json.dumps(data, separators=(",", ":"), ensure_ascii=True)
         text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
@@ -306,6 +320,9 @@ def translate_explorer_values(page_html: str, tr) -> str:
 
     for pattern in EXPLORER_VALUES.values():
         page_html = pattern.sub(swap, page_html)
+    page_html = EXPLORER_ALT.sub(
+        lambda m: m.group(1) + html.escape(alt(html.unescape(m.group(2))), quote=True) + m.group(3), page_html
+    )
     return EXPLORER_DATA.sub(swap_labels, page_html)
 
 
@@ -314,12 +331,12 @@ def translate_explorers(app, doctree, docname) -> None:
     labels = load_explorer_labels(app)
     if not labels:
         return
+    phrases = alt_phrases(app.srcdir, edition(app))
     for raw in list(doctree.findall(nodes.raw)):
         text = raw.astext()
         if "mha-explorer" in text:
-            raw.replace_self(
-                nodes.raw(raw.rawsource, translate_explorer_html(text, labels), format=raw.get("format", "html"))
-            )
+            translated = translate_explorer_html(text, labels, phrases)
+            raw.replace_self(nodes.raw(raw.rawsource, translated, format=raw.get("format", "html")))
 
 
 def stored_verdicts(path: Path, language: str) -> dict[str, str]:
@@ -375,5 +392,8 @@ def setup(app):
     app.connect("build-finished", chrome_in_chinese)
     app.connect("doctree-resolved", translate_explorers)
     app.connect("doctree-resolved", translate_verdicts)
+    # what the code printed (mha_outputs), after the verdicts have their stored translation
+    app.connect("doctree-resolved", translate_outputs, priority=600)
+    app.connect("build-finished", outputs_two_columns)
     app.connect("html-page-context", other_edition_link)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -143,7 +143,7 @@ def test_no_phrase_is_in_two_phrasebooks():
 
 def test_a_bad_placeholder_kind_is_named(tmp_path):
     with pytest.raises(ValueError, match="placeholder kind must be one of .* found 'number'"):
-        verdict_i18n._compile("{x:number} heads")
+        verdict_i18n.compile_template("{x:number} heads")
 
 
 # --------------------------------------------------------------------------------------------

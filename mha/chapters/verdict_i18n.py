@@ -69,7 +69,9 @@ def language() -> str:
     return _chosen or normalise(os.environ.get("MHA_LANG"))
 
 
-def _compile(template: str) -> re.Pattern:
+def compile_template(template: str) -> re.Pattern:
+    """The regular expression of one English ``template``: its text literal, each placeholder a named group
+    (``{x:num}`` a number, ``{name}`` any text), never starting or ending inside a word."""
     parts, at = [], 0
     fields = list(re.finditer(r"\{(\w+)(?::(\w+))?\}", template))
     for i, field in enumerate(fields):
@@ -95,7 +97,7 @@ def phrasebook(language: str) -> tuple[tuple[re.Pattern, str, str], ...]:
     for path in sorted(folder.glob("*.json")):
         entries.update(json.loads(path.read_text(encoding="utf-8")))
     ordered = sorted(entries.items(), key=lambda item: (-len(re.sub(r"\{[^}]*\}", "", item[0])), item[0]))
-    return tuple((_compile(en), re.sub(r"\{(\w+):\w+\}", r"{\1}", zh), en) for en, zh in ordered if zh)
+    return tuple((compile_template(en), re.sub(r"\{(\w+):\w+\}", r"{\1}", zh), en) for en, zh in ordered if zh)
 
 
 def translate(text: str, language: str = "zh_CN", *, _depth: int = 0) -> str:

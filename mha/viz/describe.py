@@ -222,7 +222,8 @@ def _ticks(words, label: str, ticks: list[str]) -> str:
 def _panel_words(panel: dict, words, tr) -> str:
     """The panel's axes and series in words (no kind, no title)."""
     x, y = tr(panel["x"]), tr(panel["y"])
-    panel = {**panel, "xticks": [tr(t) for t in panel["xticks"]], "yticks": [tr(t) for t in panel["yticks"]]}
+    ticks = {k: [tr(t) for t in panel[k]] for k in ("xticks", "yticks")}
+    panel = {**panel, **ticks, "texts": [tr(t) for t in panel.get("texts", [])]}
     if panel["kind"] == "heatmap":
         rows, cols = len(panel["yticks"]), len(panel["xticks"])
         if rows and cols:
@@ -239,7 +240,7 @@ def _panel_words(panel: dict, words, tr) -> str:
         series = words.get("series " + panel["kind"], words["series"])
         parts.append(series.format(series=words["list"].join(tr(s) for s in panel["series"])))
     if panel.get("texts"):
-        parts.append(words["labels"].format(labels=words["list"].join(tr(s) for s in panel["texts"])))
+        parts.append(words["labels"].format(labels=words["list"].join(panel["texts"])))
     return words["parts"].join(parts)
 
 
@@ -251,10 +252,17 @@ def alt_text(description: dict, *, language: str = "en", tr=None) -> str:
     tick labels go through ``tr`` too ("head 1"); numbers and tokens have no entry and stay as drawn."""
     words = WORDS[language]
     given = tr
-    tr = lambda text: (given(text) if given and text else None) or text  # noqa: E731  (untranslated: as drawn)
 
-    def quote(text: str) -> str:  # a title already in quotes keeps its own
-        return text if text[:1] in "\"'“「" and text[-1:] in "\"'”」" else words["quote"].format(text)
+    def tr(text: str) -> str:
+        """``text`` translated; in another language than English, a word left as drawn (a token the
+        model reads: the, cat) is quoted, as the prose quotes the sentences it comes from."""
+        found = (given(text) if given and text else None) or text
+        if language != "en" and found == text and re.search(r"[A-Za-z]{2,}", text) and text[:1] not in '"“':
+            return words["quote"].format(text)
+        return found
+
+    def quote(text: str) -> str:  # a title that opens with its own quotes keeps them
+        return text if text[:1] in "\"'“「" else words["quote"].format(text)
 
     groups = []  # [panel, [titles]]
     for panel in description["panels"]:
