@@ -198,6 +198,13 @@ TEMPLATE_FIXES = (
         re.compile(r'document\.documentElement\.dataset\.theme = localStorage\.getItem\("theme"\) \|\| "auto";'),
         THEME_NOW,
     ),
+    # The logo had no size until its SVG arrived: on a busy machine the sidebar below it moved down by its
+    # height after the first layout (layout shift 0.01). Its width and height (the SVG's own, 240 x 80)
+    # give it its aspect ratio from the start; the theme's CSS still scales it to the sidebar.
+    (
+        re.compile(r'(<img src="[^"]*logo(?:-dark)?\.svg" class="logo__image[^"]*")(?! width=)'),
+        r'\1 width="240" height="80"',
+    ),
 )
 SKIP_LINK = re.compile(
     r'(<div id="pst-skip-link" class="skip-link d-print-none"><a href="#main-content">[^<]*</a>)(</div>)'

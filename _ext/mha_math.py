@@ -17,10 +17,11 @@ What this extension adds to sphinxcontrib-katex:
   book`` treats warnings as errors), instead of red TeX on the page (sphinxcontrib-katex's default);
 * ``static/mha_formulas.js`` (1 kB, no typesetting) makes a formula that scrolls in its box a Tab
   stop, and only such a formula (``static/mha_book.css``, "math", makes it scroll and show that it does);
-* a page with math asks for KaTeX's two commonest fonts (``PRELOADED_FONTS``) in its head, before its
-  CSS: otherwise they arrived after the first layout, and the inline formulas, laid out first in a
-  fallback font, grew and moved the words after them to the next line (chapter 11: layout shift
-  0.045; with the fonts preloaded, 0.0003);
+* a page with math asks, in its head before its CSS, for the KaTeX fonts its formulas use (``fonts_used``:
+  the two every formula needs, and those its classes call for, such as big delimiters' Size1-4 or
+  AMS): otherwise they arrived after the first layout, and formulas laid out first in a fallback font
+  grew and moved the text (chapter 11: layout shift 0.045, 0.0003 with two fonts preloaded; chapter 2,
+  on a busy machine, 0.053 until its AMS and Size fonts were preloaded too);
 * only KaTeX's CSS and its WOFF2 fonts are copied into the book (every browser the book supports
   reads WOFF2): about 0.3 MB, where the MathJax the book loaded took 3 MB.
 """
@@ -52,9 +53,37 @@ KATEX_OPTIONS = {"throwOnError": True, "output": "htmlAndMathml", "strict": "ign
 FONT_SOURCES = re.compile(
     r'(url\(fonts/[^)]+\.woff2\) format\("woff2"\)),url\([^)]+\.woff\)[^;}]*?format\("truetype"\)'
 )
-#: KaTeX's fonts nearly every formula uses (upright text and digits; italic letters), which a page with
-#: math asks for before its CSS; the others (bold, sizes of big delimiters...) come when used.
+#: KaTeX's fonts nearly every formula uses (upright text and digits; italic letters).
 PRELOADED_FONTS = ("KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2")
+#: The other fonts, each with the classes of KaTeX's HTML that draw in it (katex.min.css): a class
+#: alone, or all the classes of a tuple on one element (``sizing size3`` is a font size, not a font).
+FONTS_BY_CLASS = {
+    "KaTeX_AMS-Regular.woff2": ("amsrm", "mathbb", "textbb"),
+    "KaTeX_Main-Bold.woff2": ("mathbf", "textbf"),
+    "KaTeX_Main-Italic.woff2": ("mathit", "textit"),
+    "KaTeX_Math-BoldItalic.woff2": ("boldsymbol",),
+    "KaTeX_Caligraphic-Regular.woff2": ("mathcal",),
+    "KaTeX_Fraktur-Regular.woff2": ("mathfrak", "textfrak"),
+    "KaTeX_Script-Regular.woff2": ("mathscr", "textscr"),
+    "KaTeX_SansSerif-Regular.woff2": ("mathsf", "textsf"),
+    "KaTeX_Typewriter-Regular.woff2": ("mathtt", "texttt"),
+    "KaTeX_Size1-Regular.woff2": (("delimsizing", "size1"), "delim-size1", ("op-symbol", "small-op")),
+    "KaTeX_Size2-Regular.woff2": (("delimsizing", "size2"), ("op-symbol", "large-op")),
+    "KaTeX_Size3-Regular.woff2": (("delimsizing", "size3"),),
+    "KaTeX_Size4-Regular.woff2": (("delimsizing", "size4"), "delim-size4"),
+}
+CLASS_ATTRIBUTE = re.compile(r'class="([^"]*)"')
+
+
+def fonts_used(body: str) -> list[str]:
+    """The KaTeX fonts the formulas of a page body draw in: ``PRELOADED_FONTS``, then ``FONTS_BY_CLASS``'s."""
+    elements = {frozenset(value.split()) for value in CLASS_ATTRIBUTE.findall(body)}
+    classes = set().union(*elements) if elements else set()
+
+    def drawn(rule) -> bool:
+        return rule in classes if isinstance(rule, str) else any(set(rule) <= element for element in elements)
+
+    return [*PRELOADED_FONTS, *(font for font, rules in FONTS_BY_CLASS.items() if any(map(drawn, rules)))]
 
 
 def configure(app, config) -> None:
@@ -107,13 +136,13 @@ def copy_katex_assets(app, exc) -> None:
 
 
 def preload_fonts(app, pagename, templatename, context, doctree) -> None:
-    """Puts ``PRELOADED_FONTS`` in the head of a page that has math (``metatags`` precede the CSS)."""
+    """Puts the fonts the page's formulas use in the head of a page that has math (``metatags`` precede the CSS)."""
     if app.config.html_math_renderer != "katex" or not app.env.get_domain("math").has_equations(pagename):
         return
     links = "".join(
         f'<link rel="preload" href="{context["pathto"](f"_static/{KATEX_STATIC}/fonts/{font}", 1)}" as="font" '
         'type="font/woff2" crossorigin>'
-        for font in PRELOADED_FONTS
+        for font in fonts_used(context.get("body", ""))
     )
     context["metatags"] = context.get("metatags", "") + "\n    " + links
 
