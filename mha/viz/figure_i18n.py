@@ -175,7 +175,7 @@ def drawn_texts(fig):
     return list(walk(fig))
 
 
-def _texts(fig):
+def visible_texts(fig):
     """:func:`drawn_texts` less the labels of ticks outside their axis's view (kept, not drawn)."""
     drawn, ticks = set(), set()
     for ax in fig.axes:
@@ -241,11 +241,11 @@ def draw_in_chinese(fig, draw):
     The figure must have been drawn in English just before (its tick labels are set by drawing)."""
     import warnings
 
-    english = {id(t): t.get_text() for t in _texts(fig)}
+    english = {id(t): t.get_text() for t in visible_texts(fig)}
     with in_chinese(fig), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")  # a glyph the font lacks: reported, never printed in the cell
         result = draw(fig)
-        pairs = [[english.get(id(t), ""), t.get_text()] for t in _texts(fig)]
+        pairs = [[english.get(id(t), ""), t.get_text()] for t in visible_texts(fig)]
     for warning in caught:
         _report(f"{warning.category.__name__}: {warning.message}")
     return result, pairs

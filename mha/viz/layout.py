@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .describe import drawn_texts
+from . import figure_i18n
 
 #: Samples per display pixel along a drawn line.
 STEP_PX = 1.0
@@ -35,16 +35,9 @@ def _px(fig, points: float) -> float:
 
 def visible_texts(fig) -> list:
     """Texts drawn in ``fig``: :func:`~mha.viz.describe.drawn_texts`, less the labels of ticks that fall
-    outside their axis's view (matplotlib keeps those but does not draw them)."""
+    outside their axis's view (matplotlib keeps those but does not draw them); laid out first."""
     _renderer(fig)
-    drawn, ticks = set(), set()
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            for tick in axis._update_ticks():  # the ticks matplotlib draws
-                drawn.update((id(tick.label1), id(tick.label2)))
-            for tick in (*axis.get_major_ticks(), *axis.get_minor_ticks()):
-                ticks.update((id(tick.label1), id(tick.label2)))
-    return [t for t in drawn_texts(fig) if id(t) not in ticks or id(t) in drawn]
+    return figure_i18n.visible_texts(fig)
 
 
 def _box(text, renderer, pad_px: float = 0.0):
