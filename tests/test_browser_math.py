@@ -42,7 +42,7 @@ from test_browser import (  # noqa: F401 (pytest fixtures)
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "_ext"))
-from mha_book import FIRST_SCREEN_WAIT  # noqa: E402
+from mha_book import FIRST_SCREEN_END, FIRST_SCREEN_WAIT, image_size  # noqa: E402
 
 PAGES = toc_pages()
 #: Cumulative layout shift a page may have while it loads (Google's "good" is 0.1; MathJax gave 0.12-0.26).
@@ -269,3 +269,39 @@ def test_a_table_on_the_first_screen_is_drawn_whole(edition, browser):  # noqa: 
     assert shift < MAX_LAYOUT_SHIFT / 10, f"{url}: the page shifts {shift} when its first table arrives in parts"
     # not vacuous: without the wait, the same page shifts 0.066 (0.085 in Chinese) on these terms
     assert unwaited > MAX_LAYOUT_SHIFT, f"{url}: without the wait the page shifted only {unwaited}"
+
+
+@pytest.mark.parametrize("edition", list(EDITIONS))
+def test_every_image_of_the_built_book_has_its_files_size(edition):
+    folder = BUILD / EDITIONS[edition]
+    pages = [p for p in folder.rglob("*.html") if "_static" not in p.parts]
+    if not pages:
+        pytest.skip(f"the {edition} edition is not built (make book book-zh)")
+    checked, wrong = 0, []
+    for page in pages:
+        for tag in re.findall(r"<img\b[^>]*>", page.read_text(encoding="utf-8")):
+            src = re.search(r'\ssrc="([^"]*)"', tag).group(1)
+            if src.startswith("data:"):  # an explorer's frame: sized by the explorer (mha.viz.widgets)
+                continue
+            width, height = (re.search(rf'\s{name}="(\d+)"', tag) for name in ("width", "height"))
+            size = image_size((page.parent / src).resolve())
+            if width is None or height is None or size is None:
+                wrong.append(f"{page.relative_to(folder)}: {tag[:80]}... has no size ({size})")
+            elif abs(int(width.group(1)) * size[1] - int(height.group(1)) * size[0]) > size[0] + size[1]:
+                wrong.append(f"{page.relative_to(folder)}: {src} is {size}, written {width.group(1)}x{height.group(1)}")
+            checked += 1
+    assert not wrong, f"{len(wrong)} of {checked} images without their own size: {wrong[:5]}"
+    assert checked >= 60  # not vacuous: the chapters' figures and the logos
+
+
+@pytest.mark.parametrize("edition", list(EDITIONS))
+def test_only_pages_with_a_table_on_their_first_screen_wait(edition):
+    folder = BUILD / EDITIONS[edition]
+    pages = {str(p.relative_to(folder)): p.read_text(encoding="utf-8") for p in folder.rglob("*.html")}
+    if not pages:
+        pytest.skip(f"the {edition} edition is not built (make book book-zh)")
+    waiting = sorted(name for name, page in pages.items() if FIRST_SCREEN_WAIT in page)
+    assert waiting == ["book/07_where_next.html", "book/notation.html"]  # their first tables are on the first screen
+    for name in waiting:
+        head, _, body = pages[name].partition("</head>")
+        assert FIRST_SCREEN_WAIT in head and body.count(FIRST_SCREEN_END) == 1
