@@ -281,27 +281,38 @@ ECHOES = r"""() => Array.from(document.querySelectorAll("figure.mha-explorer [da
 })"""
 
 
-def visit(browser, url: str, screenshot: Path | None = None, reading: dict | None = None) -> dict:
-    """Open ``url`` with every request outside its host refused; return what the page did.
+def refuse_outside(context, host: str, requested: list | None = None) -> list[str]:
+    """Lets ``context`` load only from ``host`` (and data: or blob: URLs); returns the list of what it refused.
 
-    With ``reading`` (screenshot paths: ``dark``, ``phone``, ``phone-dark``), also how the page reads
-    on a phone, in dark mode and to axe (``browser_reading.read_page``), in the same open page.
-    """
-    refused, failed, errors, loaded = [], [], [], []
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-    measure_math = _measure_math()
-    context.add_init_script(measure_math.PERF_OBSERVER)  # long tasks and layout shifts from the start
-    host = urlparse(url).netloc
+    ``requested``, when given, also gets every URL asked for."""
+    refused = []
 
     def route(request_route):
         target = request_route.request.url
-        if urlparse(target).scheme == "data" or urlparse(target).netloc == host:
+        if requested is not None:
+            requested.append(target)
+        if urlparse(target).scheme in ("data", "blob") or urlparse(target).netloc == host:
             request_route.continue_()
         else:
             refused.append(target)
             request_route.abort("blockedbyclient")
 
     context.route("**/*", route)
+    return refused
+
+
+def visit(browser, url: str, screenshot: Path | None = None, reading: dict | None = None) -> dict:
+    """Open ``url`` with every request outside its host refused; return what the page did.
+
+    With ``reading`` (screenshot paths: ``dark``, ``phone``, ``phone-dark``), also how the page reads
+    on a phone, in dark mode and to axe (``browser_reading.read_page``), in the same open page.
+    """
+    failed, errors, loaded = [], [], []
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
+    measure_math = _measure_math()
+    context.add_init_script(measure_math.PERF_OBSERVER)  # long tasks and layout shifts from the start
+    host = urlparse(url).netloc
+    refused = refuse_outside(context, host)
     page = context.new_page()
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.on(

@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 import numpy as np
 import pytest
 import torch
-from test_browser import BUILD, EDITIONS, browser, server  # noqa: F401 (pytest fixtures)
+from test_browser import BUILD, EDITIONS, browser, refuse_outside, server  # noqa: F401 (pytest fixtures)
 
 PAGE = "book/11_pretrained_heads"
 #: English, punctuation, words the vocabulary lacks (pieces and [UNK]), accents, Chinese, a tab and a format character.
@@ -55,19 +55,8 @@ def reference():
 def open_page(browser, url: str):  # noqa: F811
     """A 1280x900 page of ``url`` with every request outside its host refused (and listed)."""
     context = browser.new_context(viewport={"width": 1280, "height": 900}, service_workers="block")
-    refused, requested = [], []
-    host = urlparse(url).netloc
-
-    def route(request_route):
-        target = request_route.request.url
-        requested.append(target)
-        if urlparse(target).netloc == host or urlparse(target).scheme in ("data", "blob"):
-            request_route.continue_()
-        else:
-            refused.append(target)
-            request_route.abort("blockedbyclient")
-
-    context.route("**/*", route)
+    requested = []
+    refused = refuse_outside(context, urlparse(url).netloc, requested)
     page = context.new_page()
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 from browser_reading import CLIPPED_MATH, PHONE
+from conftest import skip_or_fail
 from test_browser import (  # noqa: F401 (pytest fixtures)
     BUILD,
     EDITIONS,
@@ -100,12 +101,18 @@ def test_no_formula_is_clipped(page_name, edition, size, server, browser):  # no
         assert found["formulas"] >= 100
 
 
+def built_pages(edition: str) -> list[Path]:
+    """The HTML pages of ``edition``'s built book (its ``_static`` left out); skipped (failed in CI) when unbuilt."""
+    pages = [p for p in (BUILD / EDITIONS[edition]).rglob("*.html") if "_static" not in p.parts]
+    if not pages:
+        skip_or_fail(f"the {edition} edition is not built: run `make book book-zh`")
+    return pages
+
+
 @pytest.mark.parametrize("edition", list(EDITIONS))
 def test_built_pages_hold_no_katex_error(edition):
     folder = BUILD / EDITIONS[edition]
-    pages = [p for p in folder.rglob("*.html") if "_static" not in p.parts]
-    if not pages:
-        pytest.skip(f"the {edition} edition is not built")
+    pages = built_pages(edition)
     errors = {
         str(p.relative_to(folder)): re.findall(r'class="katex-error"[^>]*>([^<]{0,60})', p.read_text(encoding="utf-8"))
         for p in pages
@@ -274,9 +281,7 @@ def test_a_table_on_the_first_screen_is_drawn_whole(edition, browser):  # noqa: 
 @pytest.mark.parametrize("edition", list(EDITIONS))
 def test_every_image_of_the_built_book_has_its_files_size(edition):
     folder = BUILD / EDITIONS[edition]
-    pages = [p for p in folder.rglob("*.html") if "_static" not in p.parts]
-    if not pages:
-        pytest.skip(f"the {edition} edition is not built (make book book-zh)")
+    pages = built_pages(edition)
     checked, wrong = 0, []
     for page in pages:
         for tag in re.findall(r"<img\b[^>]*>", page.read_text(encoding="utf-8")):
@@ -297,9 +302,7 @@ def test_every_image_of_the_built_book_has_its_files_size(edition):
 @pytest.mark.parametrize("edition", list(EDITIONS))
 def test_only_pages_with_a_table_on_their_first_screen_wait(edition):
     folder = BUILD / EDITIONS[edition]
-    pages = {str(p.relative_to(folder)): p.read_text(encoding="utf-8") for p in folder.rglob("*.html")}
-    if not pages:
-        pytest.skip(f"the {edition} edition is not built (make book book-zh)")
+    pages = {str(p.relative_to(folder)): p.read_text(encoding="utf-8") for p in built_pages(edition)}
     waiting = sorted(name for name, page in pages.items() if FIRST_SCREEN_WAIT in page)
     assert waiting == ["book/07_where_next.html", "book/notation.html"]  # their first tables are on the first screen
     for name in waiting:
