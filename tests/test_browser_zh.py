@@ -113,11 +113,12 @@ def english_in_chrome(chrome: list[list[str]]) -> list[str]:
     return sorted({f"{where}: {text[:80]!r}" for where, text in chrome if english_words(text)})
 
 
-def read_page(browser, url: str) -> dict:  # noqa: F811 (browser is the fixture's value)
+def read_page(browser, url: str, script: str = CHROME_AND_STARS):  # noqa: F811 (browser is the fixture's value)
+    """What ``script`` (a function evaluated in the page) returns on ``url`` once it has loaded."""
     page = browser.new_page()
     try:
         page.goto(url, wait_until="load")
-        return page.evaluate(CHROME_AND_STARS)
+        return page.evaluate(script)
     finally:
         page.close()
 
@@ -303,19 +304,10 @@ def english_on_page(found: list[list[str]], verdicts: set[str], terms: list[str]
     return report
 
 
-def read_all_text(browser, url: str) -> list:  # noqa: F811 (browser is the fixture's value)
-    page = browser.new_page()
-    try:
-        page.goto(url, wait_until="load")
-        return page.evaluate(ALL_TEXT)
-    finally:
-        page.close()
-
-
 def english_report(browser, server, page_name: str) -> dict[str, list[str]]:  # noqa: F811
     if not (BUILD / ZH / f"{page_name}.html").exists():
         pytest.fail(f"_build/{ZH}/{page_name}.html is missing: run `make book-zh`")
-    found = read_all_text(browser, f"{server}/{ZH}/{page_name}.html")
+    found = read_page(browser, f"{server}/{ZH}/{page_name}.html", ALL_TEXT)
     report = english_on_page(found, stored_verdict_texts(page_name), glossary_terms())
     figures = [s for s in report["alt texts"] if s.startswith("img: ") or s.startswith("img#")]
     report["alt texts"] = [s for s in report["alt texts"] if s not in figures]
