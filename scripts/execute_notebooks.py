@@ -129,6 +129,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     texts = [text_path(p.resolve()) for p in args.paths] or all_texts()
     if not args.check:
+        MISSING_LOG.parent.mkdir(parents=True, exist_ok=True)  # a fresh clone has no _build/ yet
         MISSING_LOG.unlink(missing_ok=True)
     failures = 0
     for text in texts:

@@ -165,7 +165,7 @@ def test_to_concat_is_the_same_function(merge):
     c = merge_folding.to_concat(m)
     x = randn(2, 5, 12, seed=15, dtype=torch.float64)
     assert torch.allclose(m(x)[0], c(x)[0], atol=1e-12)
-    rank = int(torch.linalg.matrix_rank(merge_folding.equivalent_out_proj(m)))
+    rank = merge_folding.numerical_rank(merge_folding.equivalent_out_proj(m))
     assert rank == (12 if merge == "concat" else 3)  # averaging: rank Dh = D / H at most
 
 
@@ -395,7 +395,7 @@ def test_to_lowrank_gives_the_average_back(merge):
         assert torch.allclose(low(x)[0], m(x)[0], atol=1e-12, rtol=0)
     if merge == "average":
         assert torch.equal(low.merge_layer.down.weight, torch.cat([torch.eye(4, dtype=torch.float64) / 3] * 3, dim=1))
-    assert int(torch.linalg.matrix_rank(merge_folding.equivalent_out_proj(low))) == 4  # the same rank-d_k bottleneck
+    assert merge_folding.numerical_rank(merge_folding.equivalent_out_proj(low)) == 4  # the same rank-d_k bottleneck
 
 
 def test_fold_errors():
@@ -481,3 +481,23 @@ def test_exercise_1_checker_knows_w_down_has_no_bias():
     assert merge_exercises.check_merge_costs(**right).ok
     slip = merge_exercises.check_merge_costs(concat_lowrank=right["concat_lowrank"] + 64)  # a bias on W_down
     assert not slip.ok and "W_down has no bias" in repr(slip)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_numerical_rank_reads_a_products_rank_at_its_own_precision(dtype):
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(768, 64, generator=gen).to(dtype)
+    b = torch.randn(64, 768, generator=gen).to(dtype)
+    assert merge_folding.numerical_rank(a @ b) == 64  # 768 x 768, rank 64 in exact arithmetic
+    assert merge_folding.numerical_rank(torch.randn(768, 768, generator=gen).to(dtype)) == 768
+    assert merge_folding.numerical_rank(torch.zeros(3, 5, dtype=dtype)) == 0
+    # the float64 SVD agrees with matrix_rank's own tolerance where float32's SVD is sound
+    m = torch.randn(40, 30, generator=gen).to(dtype) @ torch.randn(30, 50, generator=gen).to(dtype)
+    assert merge_folding.numerical_rank(m) == int(torch.linalg.matrix_rank(m)) == 30
+
+
+def test_numerical_rank_rejects_what_is_not_a_matrix():
+    with pytest.raises(ValueError, match=r"matrix must be a 2-D floating-point tensor, found shape \(2, 3, 4\)"):
+        merge_folding.numerical_rank(torch.zeros(2, 3, 4))
+    with pytest.raises(ValueError, match="torch.int64"):
+        merge_folding.numerical_rank(torch.zeros(2, 3, dtype=torch.long))

@@ -5,7 +5,8 @@
 and :func:`to_lowrank` goes back, which is why the merges with fixed coefficients (average, weighted,
 concat_lowrank) are one family of functions that differs only in how training finds a member (the
 gated merge, whose mix changes per token, is not in it); :func:`mean_pool_kv_heads` turns a trained
-multi-head layer into grouped-query attention.
+multi-head layer into grouped-query attention;
+:func:`numerical_rank` reads the rank of an equivalent W^O at its own precision.
 """
 
 from __future__ import annotations
@@ -14,6 +15,27 @@ import torch
 
 from ..modules import GroupedQueryAttention, MultiHeadAttention
 from .merging import MergedMultiHeadAttention
+
+
+def numerical_rank(matrix: torch.Tensor) -> int:
+    """The rank of ``matrix`` as its own precision can tell it, computed in float64.
+
+    A singular value counts when it exceeds ``max(m, n) * eps * sigma_max``, with ``eps`` the
+    machine epsilon of the matrix's own dtype (``torch.linalg.matrix_rank``'s default tolerance at
+    that dtype): below it, the value is the matrix's rounding. The SVD runs in float64, because a
+    float32 SVD of a large product is fragile (one CPU returned NaN singular values for a 768 x 768
+    one, and so a rank of 0).
+
+    Shapes: matrix (m, n). Returns: an int between 0 and min(m, n).
+    """
+    if not isinstance(matrix, torch.Tensor) or not matrix.is_floating_point() or matrix.dim() != 2:
+        found = f"shape {tuple(matrix.shape)}, {matrix.dtype}" if isinstance(matrix, torch.Tensor) else type(matrix)
+        raise ValueError(f"matrix must be a 2-D floating-point tensor, found {found}")
+    eps = torch.finfo(matrix.dtype).eps
+    singular = torch.linalg.svdvals(matrix.detach().to("cpu", torch.float64))  # (min(m, n),), descending
+    if singular.numel() == 0 or singular[0] == 0:
+        return 0
+    return int((singular > max(matrix.shape) * eps * singular[0]).sum())
 
 
 def equivalent_out_proj(module: MergedMultiHeadAttention) -> torch.Tensor:

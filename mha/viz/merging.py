@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from ..chapters.merge_folding import numerical_rank
 from ..chapters.merge_training import at_budget, select
 from ..chapters.merging import STRATEGIES
 from ..chapters.role_heads import ROLE_VOCAB, merge_example
@@ -39,7 +40,7 @@ def plot_out_proj_blocks(matrices: dict, num_heads: int):
     rows = -(-len(names) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 4.4 * rows), squeeze=False)
     for ax, name in zip(axes.flat, names):
-        rank = int(torch.linalg.matrix_rank(matrices[name].detach().cpu()))  # at the matrix's own precision
+        rank = numerical_rank(matrices[name])  # at the matrix's own precision
         w_o = matrices[name].detach().to("cpu", torch.float64).numpy().T  # (H*Dh, D): block i meets head i
         head_dim, limit = w_o.shape[0] // num_heads, np.abs(w_o).max()
         ax.imshow(w_o, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="equal")
