@@ -23,14 +23,27 @@ What this extension adds to sphinxcontrib-katex:
   grew and moved the text (chapter 11: layout shift 0.045, 0.0003 with two fonts preloaded; the others
   a formula uses, for the same reason: chapter 2's big delimiters are drawn in Size1-3);
 * only KaTeX's CSS and its WOFF2 fonts are copied into the book (every browser the book supports
-  reads WOFF2): about 0.3 MB, where the MathJax the book loaded took 3 MB.
+  reads WOFF2): about 0.3 MB, where the MathJax the book loaded took 3 MB;
+* a KaTeX server that is slow or gone never fails the build (:class:`KaTeXProcess`). On a loaded 2-core
+  machine 3 builds in 9 failed on the book's first formula (``'n = 5': [Errno 111] Connection
+  refused``): Node creates the server's Unix socket file when it binds and accepts connections only
+  once it listens, and sphinxcontrib-katex connects as soon as the file exists, once. Here the
+  connection is retried until the server listens (60 s at most, not 5), a formula whose answer does
+  not come (a server that died or hangs) is sent again to a new server (3 tries, 30 s each), a server
+  that failed to start is killed, and the last one is stopped when the build ends, failed or not.
+  A formula KaTeX cannot read is still an error: that answer comes back and is not retried.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import re
 import shutil
+import socket
+import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 from docutils import nodes
@@ -73,6 +86,127 @@ FONTS_BY_CLASS = {
     "KaTeX_Size4-Regular.woff2": (("delimsizing", "size4"), "delim-size4"),
 }
 CLASS_ATTRIBUTE = re.compile(r'class="([^"]*)"')
+
+
+class KaTeXProcess:
+    """One KaTeX server (sphinxcontrib-katex's ``katex-server.js`` under Node) and its Unix socket.
+
+    :meth:`render` sends one formula; when the server does not answer (gone, hung, or not yet
+    listening) the caller starts a new one (:func:`render_latex`). Nothing is left behind:
+    :meth:`stop` kills the process and removes its folder, and may be called more than once.
+    """
+
+    #: Seconds for Node to start and listen (sphinxcontrib-katex waits 5, too little on a busy machine).
+    STARTUP_TIMEOUT = 60.0
+    #: Seconds for one formula's answer (sphinxcontrib-katex: 5).
+    RENDER_TIMEOUT = 30.0
+    LENGTH = None  # set in setup(): sphinxcontrib-katex's 32-bit length prefix (struct.Struct)
+
+    def __init__(self, command: list[str]):
+        self.rundir = Path(tempfile.mkdtemp(prefix="mha-katex-"))
+        self.path = self.rundir / "katex.sock"
+        self.process = subprocess.Popen([*command, "--socket", str(self.path)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, cwd=self.rundir)  # fmt: skip
+        try:
+            self.sock = connect(self.path, self.STARTUP_TIMEOUT, self.process)
+        except BaseException:
+            self.stop()
+            raise
+
+    def render(self, request: dict) -> dict:
+        """KaTeX's answer to one request; ``ConnectionError`` or ``TimeoutError`` when none comes."""
+        data = json.dumps(request).encode("utf-8")
+        deadline = time.monotonic() + self.RENDER_TIMEOUT
+        self.sock.settimeout(self.RENDER_TIMEOUT)
+        self.sock.sendall(self.LENGTH.pack(len(data)) + data)
+        (length,) = self.LENGTH.unpack(self._read(self.LENGTH.size, deadline))
+        return json.loads(self._read(length, deadline).decode("utf-8"))
+
+    def _read(self, size: int, deadline: float) -> bytes:
+        chunks, received = [], 0
+        while received < size:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"KaTeX did not answer within {self.RENDER_TIMEOUT:.0f} s")
+            self.sock.settimeout(remaining)
+            chunk = self.sock.recv(size - received)
+            if not chunk:
+                raise ConnectionError("the KaTeX server closed the connection")
+            chunks.append(chunk)
+            received += len(chunk)
+        return b"".join(chunks)
+
+    def stop(self) -> None:
+        sock = getattr(self, "sock", None)
+        if sock is not None:
+            sock.close()
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                stream.close()
+        shutil.rmtree(self.rundir, ignore_errors=True)
+
+
+def connect(path: Path, timeout: float, process: subprocess.Popen | None = None) -> socket.socket:
+    """A connection to the Unix socket at ``path``, retried until its server listens.
+
+    A server's socket file exists from the moment it binds; until it listens, ``connect`` is refused
+    (``ECONNREFUSED``). Raises ``TimeoutError`` after ``timeout`` seconds, or ``ConnectionError`` at
+    once when ``process`` has exited."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if process is not None and process.poll() is not None:
+            raise ConnectionError(f"the KaTeX server exited with code {process.returncode} before it listened")
+        if path.exists():
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect(str(path))
+                return sock
+            except (ConnectionRefusedError, FileNotFoundError):
+                sock.close()
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the KaTeX server did not listen on {path} within {timeout:.0f} s")
+        time.sleep(0.005)
+
+
+#: The server of this build (started at the first formula), and how many were started.
+_server: KaTeXProcess | None = None
+SERVERS_STARTED = []
+#: Tries per formula before the build fails on it.
+TRIES = 3
+
+
+def render_latex(latex: str, options: dict | None = None) -> str:
+    """What sphinxcontrib-katex's ``render_latex`` does, on a server that is restarted when it fails."""
+    import sphinxcontrib.katex as katex
+
+    global _server
+    request = {"latex": latex, "katex_options": {**katex.KATEX_DEFAULT_OPTIONS, **(options or {})}}
+    failures = []
+    for _ in range(TRIES):
+        try:
+            if _server is None:
+                _server = KaTeXProcess(katex.KaTeXServer.build_command())
+                SERVERS_STARTED.append(_server.process.pid)
+            response = _server.render(request)
+        except (OSError, TimeoutError, ValueError) as error:  # no answer: a new server, and again
+            failures.append(f"{type(error).__name__}: {error}")
+            stop_server()
+            continue
+        if "html" in response:
+            return response["html"]
+        raise katex.KaTeXError(response.get("error", "unknown response from the KaTeX server"))
+    raise katex.KaTeXError(f"no KaTeX server answered in {TRIES} tries ({'; '.join(failures)})")
+
+
+def stop_server(app=None, exception=None) -> None:
+    """Stops this build's KaTeX server (at the end of the build, and before a restart)."""
+    global _server
+    if _server is not None:
+        _server.stop()
+        _server = None
 
 
 def fonts_used(body: str) -> list[str]:
@@ -148,8 +282,16 @@ def preload_fonts(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
+    import atexit
+
     app.setup_extension("sphinxcontrib.katex")
     import sphinxcontrib.katex as katex
+
+    # formulas go to this module's server (the visitors call the module-level render_latex)
+    KaTeXProcess.LENGTH = katex.KaTeXServer.LENGTH_STRUCT
+    katex.render_latex = render_latex
+    app.connect("build-finished", stop_server, priority=900)
+    atexit.register(stop_server)
 
     app.registry.html_inline_math_renderers["katex"] = (_checked(katex.html_visit_math, "</span>"), None)
     app.registry.html_block_math_renderers["katex"] = (_checked(katex.html_visit_displaymath, "</div>"), None)
