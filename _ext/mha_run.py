@@ -23,6 +23,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+from notebooks import write_learner_notebook  # noqa: E402  (scripts/notebooks.py: the learner's copy)
+
 #: Where the wheel is published, relative to the book's root folder.
 DOWNLOADS = "_downloads/mha"
 #: The extras a chapter needs beyond the package (chapter 11 reads a pretrained model).
@@ -30,11 +33,18 @@ EXTRAS = {"book/11_pretrained_heads": "chapters,pretrained"}
 #: Chapters that read files of the repository, not of the package.
 NEEDS_REPOSITORY = {"book/10_making_it_fast": "benchmarks/results"}
 
+#: PyTorch's CPU-only wheels (PyTorch's own package index; the range is the wheel's, pyproject.toml).
+CPU_TORCH = 'pip install "torch>=2.5" --index-url https://download.pytorch.org/whl/cpu'
+
 TEXT = {
     "en": {
         "summary": "Run this chapter yourself",
         "download": "Download {notebook} (the chapter, with its outputs) and {wheel} (the <code>mha</code> package "
         "it imports), into one folder. Then, in that folder, with Python 3.10 or newer:",
+        "torch": "The first line installs PyTorch's CPU-only build (a 190 MB download): the course needs no GPU, "
+        "and on Linux a plain <code>pip install</code> takes the CUDA build instead (about 5.8 GB with its CUDA "
+        "libraries, 8 minutes on a fast line). Leave the line out where torch 2.5 or newer is installed, and on "
+        "macOS, where the default build is CPU-only.",
         "where": "Any Jupyter works (JupyterLab, Notebook, VS Code). The checkers answer in English; "
         "<code>MHA_LANG=zh_CN</code> before <code>jupyter lab</code> makes them answer in Chinese.",
         "repository": "This chapter also reads the benchmark results in the course's repository "
@@ -44,6 +54,9 @@ TEXT = {
         "summary": "自己运行这一章",
         "download": "把 {notebook}（本章及其输出）和 {wheel}（它导入的 <code>mha</code> 包）下载到同一个文件夹，"
         "然后在该文件夹中（Python 3.10 或更新版本）运行：",
+        "torch": "第一行安装 PyTorch 的纯 CPU 版本（下载约 190 MB）：本课程不需要 GPU，而在 Linux 上直接 "
+        "<code>pip install</code> 会装上 CUDA 版本（连同 CUDA 库约 5.8 GB，网速快时也要 8 分钟）。"
+        "已经装有 torch 2.5 或更新版本时可以省去这一行；macOS 上默认的版本本来就是纯 CPU 的，也不需要它。",
         "where": "任何 Jupyter 都可以（JupyterLab、Notebook、VS Code）。在 <code>jupyter lab</code> 前加上 "
         "<code>MHA_LANG=zh_CN</code>，检查器就用中文回答。",
         "repository": "本章还要读取课程仓库中的基准测试结果（<code>{path}</code>）：请在克隆的仓库中用 "
@@ -70,10 +83,18 @@ def build_wheel(app) -> None:
 
 
 def publish_wheel(app, exception) -> None:
-    """Copies the wheel into the built book (``_downloads/mha/``)."""
+    """Copies the wheel into the built book (``_downloads/mha/``), and puts the learner's copy of each
+    chapter (``scripts/notebooks.learner_notebook``: no check of the book's own on the learner's stubs,
+    solutions folded in Jupyter too) where the page's links and the theme's download button point."""
     wheel = getattr(app, "mha_wheel", None)
     if exception is not None or wheel is None:
         return
+    for docname in sorted(app.env.found_docs):
+        source = Path(app.env.doc2path(docname))
+        if source.suffix == ".ipynb" and Path(docname).name[:2].isdigit():
+            target = Path(app.outdir) / "_sources" / f"{docname}.ipynb"
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_learner_notebook(source, target)
     target = Path(app.outdir) / DOWNLOADS
     target.mkdir(parents=True, exist_ok=True)
     shutil.copy2(wheel, target / wheel.name)
@@ -95,10 +116,11 @@ def run_box(app, pagename, templatename, context, doctree) -> None:
     notebook_link = f'<a href="{up}_sources/{pagename}.ipynb" download="{notebook}"><code>{notebook}</code></a>'
     wheel_link = f'<a href="{up}{DOWNLOADS}/{wheel.name}" download><code>{wheel.name}</code></a>'
     extras = EXTRAS.get(pagename, "chapters")
-    commands = f'pip install "./{wheel.name}[{extras}]" jupyterlab\njupyter lab {notebook}'
+    commands = f'{CPU_TORCH}\npip install "./{wheel.name}[{extras}]" jupyterlab\njupyter lab {notebook}'
     parts = [
         f"<p>{text['download'].format(notebook=notebook_link, wheel=wheel_link)}</p>",
         f'<pre class="mha-run-commands"><code>{html.escape(commands)}</code></pre>',
+        f"<p>{text['torch']}</p>",
         f"<p>{text['where']}</p>",
     ]
     if pagename in NEEDS_REPOSITORY:

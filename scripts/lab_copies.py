@@ -5,6 +5,9 @@ Usage:
     python scripts/lab_copies.py --refresh NAME   # a fresh copy of NAME (e.g. 03_worked_example); the old
                                                   # one is kept as lab/NAME.old.ipynb (then .old-2, ...)
 
+A copy is the learner's notebook (``notebooks.learner_notebook``): the book's checks on the stubs
+left out, and solutions folded in JupyterLab as in the book.
+
 JupyterLab saves a notebook every few minutes, outputs and all. The book and nbval read
 ``book/*.ipynb``, so a learner works on copies in ``lab/`` instead: saving there changes nothing
 the book is built from. A copy is never overwritten. ``lab/.copied.json`` records which version of
@@ -18,9 +21,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import shutil
 import sys
 from pathlib import Path
+
+from notebooks import write_learner_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -64,7 +68,7 @@ def make_copies(book: Path = BOOK, lab: Path = LAB, refresh: tuple[str, ...] = (
             copy.rename(kept)
             lines.append(f"kept your old {copy.name} as {kept.name}")
         if not copy.exists():
-            shutil.copyfile(source, copy)
+            write_learner_notebook(source, copy)
             record[name] = digest(source)
             made.append(copy.name)
         elif record.get(name) not in (None, digest(source)):

@@ -86,3 +86,44 @@ def strip_volatile(nb) -> None:
             data = output.get("data")
             if data and WIDGET_VIEW in data and len(data) > 1:
                 del data[WIDGET_VIEW]
+
+
+#: Cells of the book's own that the learner's copy leaves out: checks that the book's notebook runs
+#: on the learner's stubs (a stub is refused, a solution accepted), which a learner's own answer,
+#: right or wrong, must never stop.
+BOOK_ONLY = "book-only"
+#: Jupyter Book's folding tags -> what JupyterLab, Notebook 7 and VS Code fold (cell metadata).
+FOLDED_SOURCE = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
+FOLDED_OUTPUTS = {"hide-output", "hide-cell", "remove-output"}
+
+
+def learner_notebook(nb) -> nbformat.NotebookNode:
+    """The learner's copy of a chapter (the download of its page, ``make lab``'s copies): the book's
+    notebook without its ``book-only`` cells, and with every cell that the book folds or hides folded
+    in Jupyter too (``metadata.jupyter.source_hidden`` / ``outputs_hidden``), so that a solution sits
+    folded under its stub. Outputs are kept. Returns a new notebook; ``nb`` is left as it was."""
+    import copy
+
+    copy_nb = copy.deepcopy(nb)
+    cells = []
+    for cell in copy_nb.cells:
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        if BOOK_ONLY in tags:
+            continue
+        if cell.cell_type == "code":
+            jupyter = {}
+            if tags & FOLDED_SOURCE:
+                jupyter["source_hidden"] = True
+            if tags & FOLDED_OUTPUTS:
+                jupyter["outputs_hidden"] = True
+            if jupyter:
+                cell.metadata.setdefault("jupyter", {}).update(jupyter)
+        cells.append(cell)
+    copy_nb.cells = cells
+    return copy_nb
+
+
+def write_learner_notebook(source: Path, target: Path) -> None:
+    """``learner_notebook`` of the notebook at ``source``, written to ``target``."""
+    nb = nbformat.read(source, as_version=4)
+    nbformat.write(learner_notebook(nb), target)

@@ -13,6 +13,7 @@ does not load), and a check proves it is the wheel's copy that runs.
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 import subprocess
@@ -20,9 +21,13 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import nbformat
 import pytest
 from conftest import skip_or_fail
 from test_browser import BUILD, EDITIONS
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import notebooks  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = BUILD / EDITIONS["en"]
@@ -55,7 +60,9 @@ def test_every_chapter_page_offers_its_notebook_and_the_package():
     for name in chapters:
         notebook, wheel = offered(page(name))
         assert notebook.name == f"{name}.ipynb" and wheel.name.startswith("mha-")
-        assert notebook.read_bytes() == (ROOT / "book" / f"{name}.ipynb").read_bytes()
+        # the learner's copy: the book's notebook without its checks on the stubs, solutions folded
+        book_notebook = nbformat.read(ROOT / "book" / f"{name}.ipynb", as_version=4)
+        assert nbformat.read(notebook, as_version=4) == notebooks.learner_notebook(book_notebook)
         assert "jupyter lab" in page(name) and "pip install" in page(name)
     assert "自己运行这一章" in page(CHAPTER, "zh_CN")
     assert "pretrained" in page("11_pretrained_heads") and "benchmarks/results" in page("10_making_it_fast")
@@ -69,6 +76,19 @@ def test_the_wheel_holds_the_package_and_its_data():
     for path in sorted((ROOT / "mha").rglob("*")):
         if path.is_file() and path.suffix in (".py", ".json", ".pt") and "__pycache__" not in path.parts:
             assert str(path.relative_to(ROOT)) in names, f"{path.relative_to(ROOT)} is missing from the wheel"
+
+
+def test_the_run_box_installs_the_cpu_only_torch_in_the_wheels_range():
+    box = re.search(r'<pre class="mha-run-commands"><code>(.*?)</code></pre>', page(CHAPTER), re.S).group(1)
+    first = html.unescape(box).splitlines()[0]
+    assert first == 'pip install "torch>=2.5" --index-url https://download.pytorch.org/whl/cpu'
+    _, wheel = offered(page(CHAPTER))
+    import zipfile
+
+    metadata = next(n for n in zipfile.ZipFile(wheel).namelist() if n.endswith("METADATA"))
+    requires = [line for line in zipfile.ZipFile(wheel).read(metadata).decode().splitlines() if "torch" in line]
+    assert requires == ["Requires-Dist: torch>=2.5"], requires  # the same range as the box's command
+    assert "5.8 GB" in page(CHAPTER) and "5.8 GB" in page(CHAPTER, "zh_CN")  # what the default install costs
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="the venv layout below is POSIX")
@@ -103,3 +123,12 @@ def test_a_downloaded_chapter_runs_in_a_fresh_environment(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert re.search(r"\d+ passed", result.stdout), result.stdout[-500:]
+    # the learner who copied every solution: Run All, and every checker says correct
+    shutil.copy2(notebook, work / "solved.ipynb")
+    result = subprocess.run(
+        [str(python), str(ROOT / "scripts" / "run_as_learner.py"), "--solve", "solved.ipynb"],
+        cwd=work, capture_output=True, text=True, env={"PATH": str(env_dir / "bin"), "HOME": str(tmp_path),
+                                                       "MHA_DEVICE": "cpu", "TQDM_DISABLE": "1"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "solved.ipynb (solved): ok" in result.stdout, result.stdout
