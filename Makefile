@@ -10,7 +10,9 @@
 #   make format           ruff format the code and the chapters' code cells (chapters/*.md, through Jupytext)
 #   make notebooks        re-execute every chapter on the CPU and store its outputs (after changing code)
 #   make check-notebooks  prove `make notebooks` would change no text output (writes nothing)
-#   make test-portable    nbval over every chapter as two other CPUs compute (other kernels, 1 and 2 threads)
+#   make test-portable    nbval over every chapter as two other CPUs compute (other kernels, 1 and 2 threads),
+#                         then with the last bits of every floating result nudged (tests/last_bits.py)
+#   make test-learner-torch  (CI) the chapters downloaded from the book, run in a fresh venv on the newest torch
 #   make caches           retrain and rewrite every cache in mha/data/ (over an hour, with progress bars)
 #   MHA_DEVICE=cuda make test-gpu   unit tests and nbval with every chapter computing on CUDA
 #   make budget           reading minutes per page and part, then nbval per chapter and the book build, against the budget
@@ -136,11 +138,44 @@ PORTABLE_CPUS := \
 	"ATEN_CPU_CAPABILITY=default MKL_ENABLE_INSTRUCTIONS=SSE4_2 ONEDNN_MAX_CPU_ISA=SSE41 OMP_NUM_THREADS=1" \
 	"ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 OMP_NUM_THREADS=2"
 
+# Then as any other machine might compute: every inexact floating result of every operation nudged
+# by up to a few units in its last place (tests/last_bits.py, entered in each kernel by an IPython
+# startup file), once per seed in LAST_BITS_SEEDS. It finds what emulation cannot: another vendor's
+# code paths (an Intel MKL printed 0e+00 for a round-off this AMD machine printed as 1e-16).
+LAST_BITS_SEEDS ?= 1
+LAST_BITS_IPYTHON := _build/last-bits-ipython
 test-portable: install
 	@for cpu in $(PORTABLE_CPUS); do \
 	  echo "== nbval as another CPU computes: $$cpu"; \
 	  env $$cpu $(NBVAL) -q $(NOTEBOOKS) || exit 1; \
 	done
+	rm -rf $(LAST_BITS_IPYTHON) && mkdir -p $(LAST_BITS_IPYTHON)/profile_default/startup
+	cp tests/last_bits_startup.py $(LAST_BITS_IPYTHON)/profile_default/startup/00-last-bits.py
+	@for seed in $(LAST_BITS_SEEDS); do \
+	  echo "== nbval with the last bits of every floating result nudged (tests/last_bits.py, seed $$seed)"; \
+	  IPYTHONDIR=$(CURDIR)/$(LAST_BITS_IPYTHON) MHA_ROOT=$(CURDIR) MHA_LAST_BITS=$$seed $(NBVAL) -q $(NOTEBOOKS) || exit 1; \
+	done
+
+# CI only (not make test): the chapters as a learner runs them, downloaded from the built book, in a
+# virtual environment of their own with the book's wheel and the newest torch on the registry (the
+# wheel accepts torch>=2.5; the pinned 2.13.0 stores the outputs). Run All, no output compared, and
+# chapter 4 once more with every stub replaced by its solution. PIP_CONFIG_FILE=/dev/null: pip reads
+# no machine-wide configuration (a cap on torch, local wheel folders), as on a learner's machine.
+# Chapter 10 reads the repository's benchmark results, so it runs from a clone only (nbval does).
+LEARNER_VENV ?= _build/learner-venv
+LEARNER_TORCH ?= torch
+LEARNER_CHAPTERS := 01 02 03 04 05 06 07 08 09 11
+.PHONY: test-learner-torch
+LEARNER_WHEEL = $(firstword $(wildcard _build/html/_downloads/mha/mha-*.whl))
+test-learner-torch:
+	@test -n "$(LEARNER_WHEEL)" || { echo "test-learner-torch runs the built book's downloads: run make book first"; exit 2; }
+	test -x $(LEARNER_VENV)/bin/python || $(PYTHON) -m venv $(LEARNER_VENV)
+	PIP_CONFIG_FILE=/dev/null $(LEARNER_VENV)/bin/python -m pip install -q --upgrade "$(LEARNER_TORCH)"
+	PIP_CONFIG_FILE=/dev/null $(LEARNER_VENV)/bin/python -m pip install -q "$(LEARNER_WHEEL)[chapters,pretrained]" nbclient ipykernel
+	PIP_CONFIG_FILE=/dev/null $(LEARNER_VENV)/bin/python -m pip install -q --force-reinstall --no-deps "$(LEARNER_WHEEL)"
+	work=$$(mktemp -d) && for n in $(LEARNER_CHAPTERS); do cp _build/html/_sources/book/$${n}_*.ipynb $$work/; done && \
+	  cd $$work && env -u MHA_DEVICE TQDM_DISABLE=1 $(CURDIR)/$(LEARNER_VENV)/bin/python $(CURDIR)/scripts/run_as_learner.py *.ipynb && \
+	  env -u MHA_DEVICE TQDM_DISABLE=1 $(CURDIR)/$(LEARNER_VENV)/bin/python $(CURDIR)/scripts/run_as_learner.py --solve 04_*.ipynb
 
 # Every cache of trained or long-accumulated numbers, rebuilt from scratch with its provenance,
 # then the bands of the live checks. Rerun after changing the code that produced them.

@@ -224,6 +224,25 @@ def block_crossover_seq_len(cfg: ModelConfig) -> float:
     return one_token["linear"] / one_token["attention"]
 
 
+def flop_counter_mode():
+    """``torch.utils.flop_counter.FlopCounterMode``, imported without its import-time log line.
+
+    A CUDA build of torch without triton logs "triton not found; flop counting will not work for
+    triton kernels" to stderr when the module is first imported; the course counts no triton kernel,
+    and a chapter's output must not change with how the reader's torch was built.
+    """
+    import logging
+
+    logger = logging.getLogger("torch.utils.flop_counter")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+    finally:
+        logger.setLevel(level)
+    return FlopCounterMode
+
+
 def count_forward_flops(module: nn.Module, *args, **kwargs) -> int:
     """FLOPs of ``module(*args, **kwargs)`` as counted by ``torch.utils.flop_counter.FlopCounterMode``.
 
@@ -236,9 +255,8 @@ def count_forward_flops(module: nn.Module, *args, **kwargs) -> int:
     the counter does not see.
     """
     from torch.nn.attention import SDPBackend, sdpa_kernel
-    from torch.utils.flop_counter import FlopCounterMode
 
-    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+    with sdpa_kernel(SDPBackend.MATH), flop_counter_mode()(display=False) as counter:
         module(*args, **kwargs)
     return counter.get_total_flops()
 
