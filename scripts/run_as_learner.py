@@ -7,7 +7,8 @@ Usage (with the Python of the environment to test, which needs ``mha``, ``nbclie
 No output is compared with a stored one: the learner's torch may differ from the one that stored
 them (``make test-learner-torch`` runs chapters 1-7 on the newest torch of the registry). What must
 hold is that no cell raises. With ``--solve``, each cell that holds a ``raise NotImplementedError(
-"your code here")`` stub gets the definitions of the solution cell that follows it (the same
+"your code here")`` stub gets the definitions of the solution cell that follows it (folded, opening
+with ``# a solution``) (the same
 classes and functions, in the same order, bound to the stub's names), as a learner who copied the
 solutions would write them, and every checker's verdict must then say "correct".
 
@@ -50,6 +51,12 @@ def _other_statements(source: str) -> str:
     return "\n".join(kept)
 
 
+def is_solution(cell) -> bool:
+    """A solution cell: folded in the book (``hide-input``), opening with ``# a solution``."""
+    tags = cell.get("metadata", {}).get("tags", [])
+    return cell.cell_type == "code" and "hide-input" in tags and cell.source.startswith("# a solution")
+
+
 def solve(nb) -> list[int]:
     """Replaces each stub cell of ``nb`` by the definitions of the next solution cell, bound to the
     stub's names, then the stub cell's own checker call. Returns the indices of the solved cells."""
@@ -58,10 +65,7 @@ def solve(nb) -> list[int]:
         if cell.cell_type != "code" or STUB not in cell.source:
             continue
         stubs = _definitions(cell.source)
-        solution = next(
-            (c for c in nb.cells[i + 1 :] if c.cell_type == "code" and STUB not in c.source and _definitions(c.source)),
-            None,
-        )
+        solution = next((c for c in nb.cells[i + 1 :] if is_solution(c)), None)
         if solution is None:
             raise SystemExit(f"cell {i}: no solution cell follows the stub(s) {stubs}")
         names = _definitions(solution.source)
