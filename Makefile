@@ -119,7 +119,7 @@ nbval: install
 	@$(PY) scripts/nbval_cells.py $(NOTEBOOKS)
 
 browser: book book-zh
-	$(PY) -m pytest -p no:cacheprovider -rs tests/test_browser*.py
+	$(PY) -m pytest -p no:cacheprovider -rs --durations=15 tests/test_browser*.py
 	@echo "Screenshots: $(CURDIR)/_build/screenshots/"
 
 test: lint unit nbval book book-zh browser

@@ -19,9 +19,13 @@ How the nudge is chosen, so that what holds on every machine still holds under i
 * A result that is a multiple of ``2**-12`` no larger than ``2**12`` (an integer, a half, a sixteenth)
   is not nudged: sums and products of such numbers are exact on every machine (the worked example's
   integer matrices, softmax's 0.5 for two equal scores).
+* An element equal to the same element of an input of the same shape is not nudged: ``x + 0`` and
+  ``x * 1`` give ``x`` on every machine (a residual branch whose sublayer outputs zero).
 * Operations that every machine computes exactly the same way are left alone: factories and random
   draws, views, copies and dtype casts (correctly rounded everywhere), indexing, concatenation,
   selections (``max``, ``sort``, ``where``, ``masked_fill``, ``tril``, rounding), comparisons.
+* Compiled code (``torch.compile``) runs without the mode: dynamo does not compile under a Python
+  dispatch mode, and the chapter that compiles checks how often it compiles.
 
 It is a ``TorchDispatchMode``: it works below autograd (backward passes are nudged too, and no
 tensor is saved for the nudge) and leaves ``torch.overrides.has_torch_function`` false, so that
@@ -33,10 +37,11 @@ IPython startup file (``tests/last_bits_startup.py``), with ``MHA_LAST_BITS=SEED
 
 from __future__ import annotations
 
+import functools
 import os
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 #: aten operations whose results every machine computes bit for bit alike (by overload packet name).
 EXACT = frozenset(
@@ -80,7 +85,7 @@ class LastBits(TorchDispatchMode):
         self.seed, self.ulps = int(seed), int(ulps)
         self.nudged = 0  # tensors changed, for the report
 
-    def factors(self, out: torch.Tensor) -> torch.Tensor:
+    def factors(self, out: torch.Tensor, inputs=()) -> torch.Tensor:
         """``1 + r * eps`` for each element of ``out`` (1 where it is left alone), in ``out``'s dtype."""
         h = _bits(out) * 0x9E3779B1 + self.seed * 0x85EBCA77 + 0x165667B1  # int64, wrapping
         h = (h ^ (h >> 29)) * 0xBF58476D
@@ -88,6 +93,9 @@ class LastBits(TorchDispatchMode):
         r = torch.remainder(h, 2 * self.ulps + 1) - self.ulps  # in [-ulps, ulps]
         grid = out / EXACT_GRID
         exact = (grid == torch.round(grid)) & (out.abs() <= 1 / EXACT_GRID)
+        for x in inputs:  # an element passed through unchanged (x + 0, x * 1) is exact everywhere
+            if x.shape == out.shape and x.dtype == out.dtype and x.device == out.device:
+                exact = exact | (x == out)
         r = torch.where(exact | ~torch.isfinite(out), torch.zeros_like(r), r)
         return (1 + r.to(torch.float64) * torch.finfo(out.dtype).eps).to(out.dtype)
 
@@ -99,7 +107,7 @@ class LastBits(TorchDispatchMode):
         self.nudged += 1
         if in_place:  # the operation wrote into one of its inputs: nudge it there
             return out.mul_(self.factors(out))
-        return out * self.factors(out)
+        return out * self.factors(out, inputs)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -128,6 +136,35 @@ def parse(setting: str) -> tuple[int, int]:
         raise ValueError(f"MHA_LAST_BITS must be SEED or SEED:ULPS (integers), found {setting!r}") from None
 
 
+def _compile_without_the_mode(compile_):
+    """``torch.compile``, whose compiled module or function runs with the dispatch modes suspended."""
+
+    @functools.wraps(compile_)
+    def compile_outside(model=None, **kwargs):
+        if model is None:  # used as @torch.compile(...)
+            return lambda m: compile_outside(m, **kwargs)
+        compiled = compile_(model, **kwargs)
+        if isinstance(compiled, torch.nn.Module):
+            base = type(compiled)
+
+            class Outside(base):
+                def __call__(self, *args, **kw):
+                    with _disable_current_modes():
+                        return base.__call__(self, *args, **kw)
+
+            compiled.__class__ = Outside
+            return compiled
+
+        @functools.wraps(compiled)
+        def run(*args, **kw):
+            with _disable_current_modes():
+                return compiled(*args, **kw)
+
+        return run
+
+    return compile_outside
+
+
 def install(setting: str | None = None) -> LastBits | None:
     """Enters the mode for the rest of the process when ``MHA_LAST_BITS`` (or ``setting``) is set."""
     setting = setting if setting is not None else os.environ.get("MHA_LAST_BITS", "")
@@ -135,5 +172,6 @@ def install(setting: str | None = None) -> LastBits | None:
         return None
     seed, ulps = parse(setting)
     mode = LastBits(seed, ulps)
+    torch.compile = _compile_without_the_mode(torch.compile)
     mode.__enter__()
     return mode
