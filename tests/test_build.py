@@ -278,6 +278,8 @@ class MultiHeadAttention(nn.Module):
             key, value = value, key
         if self.slip == "always_causal" and mask is None:
             mask = torch.ones(query.shape[1], key.shape[1], dtype=torch.bool).tril()
+        if self.slip == "is_causal_if_masked" and mask is not None:  # is_causal=mask is not None
+            mask = torch.ones(query.shape[1], key.shape[1], dtype=torch.bool).tril()
         v_proj = self.k_proj if self.slip == "values_through_k_proj" else self.v_proj
         if self.slip == "x_at_w":
             q, k, v = (
@@ -331,11 +333,42 @@ def test_multi_head_attention_right():
         ("residual", "a residual"),
         ("layer_norm", "LayerNorm inside the module"),
         ("always_causal", "causal mask when none is given"),
+        # the review's module: F.scaled_dot_product_attention(..., is_causal=mask is not None)
+        ("is_causal_if_masked", "causal mask whenever a mask is given"),
     ],
 )
 def test_multi_head_attention_slips(slip, words):
     verdict = build.check_multi_head_attention(with_slip(slip))
     assert not verdict.ok and words in said(verdict), verdict
+
+
+def test_multi_head_attention_with_sdpa_and_is_causal_is_refused():
+    """The review's module, as written: SDPA with is_causal=mask is not None, weights built with tril."""
+
+    class IsCausal(MultiHeadAttention):
+        def forward(self, query, key, value, mask=None):
+            h = self.num_heads
+            q, k, v = (split(p(x), h) for p, x in ((self.q_proj, query), (self.k_proj, key), (self.v_proj, value)))
+            out = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=mask is not None)
+            scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+            if mask is not None:
+                keep = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool).tril()
+                scores = scores.masked_fill(~keep, float("-inf"))
+            return self.out_proj(merge(out)), scores.softmax(-1)
+
+    verdict = build.check_multi_head_attention(IsCausal)
+    assert not verdict.ok and "random mask" in said(verdict), verdict
+    assert "causal mask whenever a mask is given" in said(verdict)
+    # a padding-style mask, honoured, passes: the random cases are masks like any other
+    assert build.check_multi_head_attention(MultiHeadAttention).ok
+
+
+def test_random_masks_keep_a_key_in_every_row_and_are_not_causal():
+    gen = torch.Generator().manual_seed(0)
+    for t, s in ((5, 5), (4, 6), (1, 3)):
+        mask = build.random_mask(t, s, gen)
+        assert mask.shape == (t, s) and mask.any(dim=-1).all()
+        assert not torch.equal(mask, torch.ones(t, s, dtype=torch.bool).tril())
 
 
 def test_multi_head_attention_structure_and_errors():
@@ -394,6 +427,8 @@ def test_reference_slips_are_exact_and_distinct():
     causal = torch.ones(5, 6, dtype=torch.bool).tril()
     for slip in [None, *build_reference.MHA_SLIPS]:
         mask = causal if slip is None or "mask" in slip else None
+        if slip == "causal_for_any_mask":  # the same as the right layer under a causal mask, by design
+            mask = build.random_mask(5, 6, gen)
         with torch.no_grad():
             kwargs = {"attn_mask": None if mask is None else ~mask, "average_attn_weights": False}
             expected, expected_w = ref(query, key, value, **kwargs)
@@ -402,3 +437,54 @@ def test_reference_slips_are_exact_and_distinct():
             assert torch.allclose(out, expected) and torch.allclose(weights, expected_w)
         else:
             assert not torch.allclose(out, expected, equal_nan=True), slip
+
+
+# ---------------------------------------------------------------- float32 arithmetic is right arithmetic
+
+
+def float32_softmax_attention(q, k, v, mask=None):
+    """Right attention whose softmax runs in float32, as many libraries compute it (2-5e-7 off float64)."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.float().softmax(dim=-1).to(q.dtype)
+    return weights @ v, weights
+
+
+def test_float32_arithmetic_is_accepted_in_every_step():
+    from mha.chapters import build_steps
+
+    assert build.check_attention(float32_softmax_attention).ok
+
+    class Float32Module(MultiHeadAttention):
+        def forward(self, query, key, value, mask=None):
+            h = self.num_heads
+            q, k, v = (split(p(x), h) for p, x in ((self.q_proj, query), (self.k_proj, key), (self.v_proj, value)))
+            out, weights = float32_softmax_attention(q, k, v, mask)
+            return self.out_proj(merge(out)), weights
+
+    assert build.check_multi_head_attention(Float32Module).ok
+
+    def gqa(q, k, v, mask=None):
+        group = q.shape[1] // k.shape[1]
+        return float32_softmax_attention(q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), mask)
+
+    def decode(q_new, k_new, v_new, k_cache, v_cache):
+        k_cache, v_cache = torch.cat([k_cache, k_new], dim=2), torch.cat([v_cache, v_new], dim=2)
+        return float32_softmax_attention(q_new, k_cache, v_cache)[0], k_cache, v_cache
+
+    assert build_steps.check_gqa_attention(gqa).ok
+    assert build_steps.check_decode_step(decode).ok
+    # float32 is not a licence for a slip: the scale by d_k is still named
+    assert not build.check_attention(lambda q, k, v, mask=None: attention(q, k, v, mask, scale=1 / q.shape[-1])).ok
+
+
+def test_a_mask_filled_with_minus_infinity_after_the_softmax_is_named():
+    def after(q, k, v, mask=None):
+        weights = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1)
+        if mask is not None:
+            weights = weights.masked_fill(~mask, float("-inf"))
+        return weights @ v, weights
+
+    verdict = build.check_attention(after)
+    assert not verdict.ok and "mask was applied after the softmax" in said(verdict), verdict

@@ -496,11 +496,26 @@ def test_check_max_context():
     }
     for answer, hint in slips.items():
         verdict = X.check_max_context(answer, "Llama-2-7B", "fp16")
-        assert not verdict.ok and verdict.first_error == "tokens" and hint in repr(verdict), (answer, repr(verdict))
+        flat = " ".join(repr(verdict).split())  # wrapped to the page's width
+        assert not verdict.ok and verdict.first_error == "tokens" and hint in flat, (answer, repr(verdict))
     assert "only the g = 8 key/value heads" in repr(X.check_max_context(78_643 // 8, "Llama-2-70B"))
     assert "not 2" in repr(X.check_max_context(98_304 // 2, "Llama-2-7B", "8-bit"))
     assert "own cache" in repr(X.check_max_context(49_152, "Llama-2-7B", batch_size=8))
     assert X.check_max_context(49_152 // 8, "Llama-2-7B", batch_size=8).ok
+
+
+def test_check_max_context_blames_no_slip_that_another_answer_of_the_exercise_equals():
+    """98,304 forgets K or V in fp16 and is the 8-bit answer; 157,286 likewise for the 70B model."""
+    for answer, model in ((98_304, "Llama-2-7B"), (157_286, "Llama-2-70B")):
+        assert X.check_max_context(answer, model, "8-bit").ok
+        flat = " ".join(repr(X.check_max_context(answer, model, "fp16")).split())
+        assert flat.index('that is the answer in 8-bit (1 byte(s) per element): pass "8-bit"') < flat.index(
+            "keys AND values"
+        ), flat
+    flat = " ".join(repr(X.check_max_context(24_576, "Llama-2-7B", "fp16")).split())
+    assert 'the answer in fp32 (4 byte(s) per element): pass "fp32"' in flat
+    # a slip no other answer equals is named alone
+    assert "answer in" not in repr(X.check_max_context(32 * 49_152, "Llama-2-7B", "fp16"))
 
 
 def test_check_attention_params():

@@ -179,6 +179,23 @@ def test_check_merge_heads():
     assert "in order" in repr(scaling.check_merge_heads(reversed_heads))
 
 
+def test_check_merge_heads_refuses_a_view_of_the_transposed_heads():
+    """It works on split_heads' own strides, and raises on the contiguous heads attention returns."""
+
+    def merge(x):
+        b, h, t, d = x.shape
+        return x.transpose(1, 2).view(b, t, h * d)
+
+    x = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(merge(mha.split_heads(x, 2)), x)  # right on split_heads' strides: the old check passed it
+    with pytest.raises(RuntimeError, match="view"):
+        merge(torch.randn(2, 2, 5, 4))  # weights @ v is contiguous
+    verdict = scaling.check_merge_heads(merge)
+    flat = " ".join(repr(verdict).split())  # the verdict is wrapped to the page's width
+    assert not verdict.ok and "not contiguous, so .view cannot merge it" in flat, repr(verdict)
+    assert ".reshape(B, T, D)" in flat
+
+
 def test_check_merge_heads_answers_malformed_input():
     def raises(x):
         raise RuntimeError("oops")
@@ -191,7 +208,7 @@ def test_check_merge_heads_answers_malformed_input():
     ]
     for fn, message in cases:
         verdict = scaling.check_merge_heads(fn)
-        assert not verdict.ok and message in repr(verdict), repr(verdict)
+        assert not verdict.ok and message in " ".join(repr(verdict).split()), repr(verdict)
 
 
 def test_check_score_variance():

@@ -430,6 +430,9 @@ def test_check_temperature():
     assert mha.worked_example(temperature=boundary * 1.001).weights[0, 1, 0] < 0.9
     assert worked.check_temperature(0.558).ok and worked.check_temperature(torch.tensor(0.5581)).ok
     assert "correct" in repr(worked.check_temperature(round(boundary, 3)))
+    # the verdict states the boundary, not the reader's 2-decimal rounding (false at 0.56: 0.8989)
+    assert "below τ = 0.5581 head 1 puts more than 0.9" in repr(worked.check_temperature(0.56))
+    assert abs(boundary - 0.5581) < 5e-5
     slips = {
         2 / math.log(9): "four others",
         4 / math.log(36): "raw score 4",
@@ -606,3 +609,12 @@ def test_check_output_row_honours_2_decimals():
     assert r.first_error == "output" and "entries 4 (o4)" in repr(r) and "off by one" in repr(r)
     assert "multiply it by W^O" in repr(worked.check_output_row(2, ex.concat[1].tolist()))  # wrong: the method
     assert worked.check_output_row(2, [1.0, 2.0]).first_error == "input"
+
+
+def test_check_row_names_weights_rounded_before_the_sum():
+    """An output summed from weights already rounded to 2 decimals is off in the second decimal."""
+    for head, row, output in ((1, 2, [0.74, 0.18, 0.09, 1.91]), (2, 2, [0.12, 0.84, 0.06, 3.42])):
+        verdict = worked.check_row(head, row, output=output)
+        assert verdict.first_error == "output", verdict
+        assert "weights rounded to 2 decimals" in " ".join(repr(verdict).split()), verdict
+    assert worked.check_row(2, 2, output=[0.112, 0.831, 0.056, 3.359]).ok  # the unrounded sum

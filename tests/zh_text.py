@@ -25,6 +25,7 @@ ALLOWED_WORDS = {
     **{word: "PyTorch's device name (device='cpu', 'meta')" for word in ("cpu", "meta")},
     **{word: "a PyTorch method named in a sentence (code)" for word in ("view", "transpose", "reshape", "contiguous")},
     "ms": "milliseconds",
+    "macOS": "the operating system's name, written so (the run box: its default torch is CPU-only)",
     "lr": "the learning rate's argument (lr=0.003), a column label of chapter 9's tables (学习率 is too wide)",
     **{word: "a file type" for word in ("md", "ipynb", "pdf")},
     "notebook": "the Jupyter notebook, kept in Latin letters (scripts/i18n.py RENDERINGS: 笔记本 is a laptop)",

@@ -354,6 +354,15 @@ RANDOM_HINT = (
 )
 
 
+def random_mask(t: int, s: int, gen: torch.Generator) -> torch.Tensor:
+    """A (T, S) boolean mask, True = may attend, about half True, never causal, and at least one key
+    kept in every row (a fully blocked row has no right answer to compare with)."""
+    mask = torch.rand(t, s, generator=gen) < 0.5  # (T, S)
+    mask[torch.arange(t), torch.randint(0, s, (t,), generator=gen)] = True  # one key per row
+    mask[0, -1] = True  # query 1 sees the last key: no causal mask does
+    return mask
+
+
 @readable
 def check_multi_head_attention(cls) -> Verdict:
     """Step 4: ``cls(d_model, num_heads)``, an ``nn.Module`` with ``q_proj``, ``k_proj``, ``v_proj``,
@@ -361,7 +370,9 @@ def check_multi_head_attention(cls) -> Verdict:
     mask=None)``, batch first, mask True = may attend, returning ``(output, weights)``.
 
     The checker copies a seeded ``nn.MultiheadAttention``'s weights in and compares, in float64:
-    self-attention, cross-attention (S != T) and a causal mask.
+    self-attention, cross-attention (S != T), a causal mask, and a random mask (one that keeps at
+    least one key in every row) in self- and cross-attention, so that a module that reads only
+    whether a mask was given (``is_causal=mask is not None``) cannot pass.
 
     Shapes:
         query (B, T, D), key and value (B, S, D), mask (T, S) -> output (B, T, D), weights (B, H, T, S).
@@ -370,12 +381,14 @@ def check_multi_head_attention(cls) -> Verdict:
     if not callable(cls):
         return malformed(title, f"give your class, found {type(cls).__name__}")
     gen = torch.Generator().manual_seed(4)
-    for d_model, num_heads, where, b, t, s, causal in [
-        (12, 3, "self-attention", 2, 5, 5, False),
-        (12, 3, "cross-attention", 2, 4, 6, False),
-        (12, 3, "self-attention with a causal mask", 3, 5, 5, True),
-        (8, 2, "cross-attention", 1, 3, 7, False),
-        (12, 3, "cross-attention with T == S", 2, 5, 5, False),
+    for d_model, num_heads, where, b, t, s, mask_kind in [
+        (12, 3, "self-attention", 2, 5, 5, None),
+        (12, 3, "cross-attention", 2, 4, 6, None),
+        (12, 3, "self-attention with a causal mask", 3, 5, 5, "causal"),
+        (8, 2, "cross-attention", 1, 3, 7, None),
+        (12, 3, "cross-attention with T == S", 2, 5, 5, None),
+        (12, 3, "self-attention with a random mask", 2, 5, 5, "random"),
+        (8, 2, "cross-attention with a random mask", 2, 4, 6, "random"),
     ]:
         ref = reference_module(d_model, num_heads)
         params = module_params(ref)
@@ -390,7 +403,9 @@ def check_multi_head_attention(cls) -> Verdict:
         )
         # in cross-attention the values are a third tensor: a module that mixes up key and value fails
         value = key if key is query else torch.randn(b, s, d_model, generator=gen, dtype=torch.float64)
-        mask = torch.ones(t, s, dtype=torch.bool).tril() if causal else None
+        mask = random_mask(t, s, gen) if mask_kind == "random" else None
+        if mask_kind == "causal":
+            mask = torch.ones(t, s, dtype=torch.bool).tril()  # (T, S)
         where = f"{where} (d_model = {d_model}, h = {num_heads}, B = {b}, T = {t}, S = {s})"
         originals = {"query": query, "key": key, "value": value, "mask": mask}
         passed = {name: None if x is None else x.clone() for name, x in originals.items()}
@@ -429,9 +444,10 @@ def check_multi_head_attention(cls) -> Verdict:
         slips = [
             x
             for x in MHA_SLIPS
-            if ("mask" not in x or causal)
+            if ("mask" not in x or mask is not None)
             and (x not in ("kv_from_query", "kv_swapped", "key_from_value", "value_from_key") or cross)
-            and (x != "always_causal" or not causal)
+            and (x != "always_causal" or mask is None)
+            and (x != "causal_for_any_mask" or mask_kind == "random")
         ]
         named = next((x for x in slips if close(output, mha_with_slip(params, query, key, value, mask, x)[0])), None)
         if named:
@@ -460,6 +476,6 @@ def check_multi_head_attention(cls) -> Verdict:
         return wrong(title, "output", f"for {where}: {hint}")
     return right(
         title,
-        "correct: equal to nn.MultiheadAttention for self-attention, cross-attention and a causal mask, "
-        "with 3 heads and with 2",
+        "correct: equal to nn.MultiheadAttention with 3 heads and with 2, for self-attention, "
+        "cross-attention, a causal mask and a random one",
     )

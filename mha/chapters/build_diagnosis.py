@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+from pathlib import Path
 
 import torch
 
@@ -26,14 +27,39 @@ from .answers import Verdict, fit_to_page
 # ------------------------------------------------------------------------------------------------
 
 
+def learner_line(error: BaseException) -> str | None:
+    """The last line of the learner's own code in ``error``'s traceback (not torch's, not mha's), as
+    ``"`code`"``; None when none is found (a line the interpreter cannot read) or the line is the
+    learner's own ``raise``."""
+    import linecache
+    import traceback
+
+    package = str(Path(__file__).resolve().parents[1])
+    mine = [
+        frame
+        for frame in traceback.extract_tb(error.__traceback__)
+        if not frame.filename.startswith(package) and "/torch/" not in frame.filename
+    ]
+    if not mine:
+        return None
+    frame = mine[-1]
+    text = (frame.line or linecache.getline(frame.filename, frame.lineno)).strip()
+    if not text or text.startswith("raise") or "`" in text:  # a raise says itself what went wrong
+        return None
+    return f"`{text}`"
+
+
 def run_learner(fn, *args, **kwargs):
-    """``(result, None)`` or ``(None, what went wrong)``: the learner's exception becomes a sentence."""
+    """``(result, None)`` or ``(None, what went wrong)``: the learner's exception becomes a sentence
+    that says which line of their code raised it, where that line can be read."""
     try:
         return fn(*args, **kwargs), None
     except NotImplementedError:
         return None, "it raised NotImplementedError: replace the `raise` line with your code"
     except Exception as error:  # the learner's code: report it, never propagate it
-        return None, f"it raised {type(error).__name__}: “{error}”"
+        line = learner_line(error)
+        where = f" at {line}" if line else ""
+        return None, f"it raised {type(error).__name__}{where}: “{error}”"
 
 
 def read_tensor(name: str, value, shape: tuple, *, allow_nan: bool = False) -> tuple[torch.Tensor | None, str | None]:
@@ -78,8 +104,16 @@ def read_pair(result, where: str):
     return result, None
 
 
+#: How far a right answer may be from the float64 reference: the rounding of float32 arithmetic on
+#: the checkers' sizes (a softmax over at most 7 keys, products of at most 12 terms, values of order
+#: 1), with room: 64 float32 ulps (64 * 1.19e-7 = 7.6e-6). A learner's code that takes its softmax in
+#: float32, as many libraries do, is 2-5e-7 off; every slip the checkers name is 1e-2 off or more.
+RTOL, ATOL = 64 * torch.finfo(torch.float32).eps, 64 * torch.finfo(torch.float32).eps
+
+
 def close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and torch.allclose(a, b, rtol=1e-6, atol=1e-8, equal_nan=True)
+    """``a`` equals ``b`` up to float32 rounding (:data:`RTOL`, :data:`ATOL`); NaN matches NaN."""
+    return a.shape == b.shape and torch.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -157,9 +191,20 @@ def diagnose_weights(weights: torch.Tensor, q, k, v, mask) -> str | None:
 
     Shapes: weights (..., T, S) float64; q (..., T, Dh), k (..., S, Dh), v (..., S, Dv);
     mask (T, S) or None, True = may attend."""
-    if not torch.isfinite(weights).all():
-        return "the weights hold NaN or infinity: is a whole row blocked, or -inf added outside the mask?"
     visible = torch.ones(weights.shape, dtype=torch.bool) if mask is None else mask.expand(weights.shape)
+    if not torch.isfinite(weights).all():
+        # the mask filled in after the softmax, with -inf rather than 0 (a bug reported in a popular
+        # library): -inf exactly where blocked, finite where visible
+        if (
+            mask is not None
+            and bool(torch.isneginf(weights.masked_select(~visible)).all())
+            and bool(torch.isfinite(weights.masked_select(visible)).all())
+        ):
+            return (
+                "the blocked weights are -inf: the mask was applied after the softmax; set blocked "
+                "scores to -inf before it, so that their weights are 0"
+            )
+        return "the weights hold NaN or infinity: is a whole row blocked, or -inf added outside the mask?"
     rows = weights.sum(-1)
     if bool((weights <= 0).all()) and torch.allclose(weights.exp().sum(-1), torch.ones_like(rows)):
         return "these are log-weights (log_softmax): the weights are softmax(scores), positive"

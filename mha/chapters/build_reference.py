@@ -72,6 +72,8 @@ MHA_SLIPS = {
     "residual": "the module adds its input to its output (a residual): return out_proj(...) alone; "
     "the residual belongs to the block around the layer",
     "always_causal": "the module applies a causal mask when none is given: mask only with the mask argument",
+    "causal_for_any_mask": "the module applies a causal mask whenever a mask is given, not the mask it is "
+    "given: block exactly where mask is False",
     "key_from_value": "the keys are projected from the value input: k = k_proj(key), not k_proj(value)",
     "value_from_key": "the values are projected from the key input: v = v_proj(value), not v_proj(key)",
     "scale_by_d_model": "the scores are divided by √d_model: the scale is 1/√head_dim, the width of one head",
@@ -96,7 +98,7 @@ def mha_with_slip(params: dict, query, key, value, mask=None, slip: str | None =
         key, value = value, key
     if slip in ("key_from_value", "value_from_key"):
         key = value = value if slip == "key_from_value" else key
-    if slip == "always_causal" and mask is None:
+    if slip == "always_causal" and mask is None or slip == "causal_for_any_mask" and mask is not None:
         mask = torch.ones(seq_len, key.shape[1], dtype=torch.bool).tril()  # (T, S)
 
     def linear(x, name):

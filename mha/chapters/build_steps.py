@@ -135,7 +135,17 @@ def _gqa_case(fn, title: str, where: str, q, k, v, mask) -> Verdict | None:
     originals = {"q": q, "k": k, "v": v, "mask": mask}
     passed = _clones(originals)
     result, problem = run_learner(fn, passed["q"], passed["k"], passed["v"], mask=passed["mask"])
-    if problem and "NotImplementedError" not in problem and re.search(r"size|shape|dimension", problem):
+    sizes = re.search(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)", problem or "")
+    found = {int(sizes.group(1)), int(sizes.group(2))} - {h} if sizes and h in map(int, sizes.groups()) else set()
+    if len(found) == 1 and next(iter(found)) % g == 0 and next(iter(found)) != g:  # expanded by the wrong factor
+        factor = next(iter(found)) // g
+        return wrong(
+            title,
+            "heads",
+            f"for {where}: {problem}; your k and v have {factor * g} heads, each of the G = {g} repeated "
+            f"{factor} times: repeat each by H // G = {h // g} (H = {h}), not by {factor}",
+        )
+    if sizes and {int(sizes.group(1)), int(sizes.group(2))} == {h, g} and h != g:  # H query heads against G
         return wrong(
             title,
             "heads",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from ..counting import attention_params, kv_cache_bytes
-from .answers import malformed, read_number, right, wrong
+from .answers import fit_to_page, malformed, read_number, right, wrong
 from .configs import BYTES_PER_ELEMENT, GIB, cache_bytes_per_token, divisors
 from .models import config
 from .tables import format_bytes
@@ -92,8 +92,18 @@ def check_max_context(answer, model: str, precision: str = "fp16", budget_bytes:
         (budget_bytes // (per_token // size * 2) if size != 2 else None, f"{precision} takes {size} byte(s), not 2"),
         (target * batch_size if batch_size > 1 else None, f"each of the {batch_size} sequences has its own cache"),
     ]
-    hint = _first_match(value, slips) or "divide the budget by 2 · b · L · g · d_k · s bytes per token, then round down"
-    return wrong(title, "tokens", hint)
+    hint = _first_match(value, slips)
+    # the answer for another element size of the same exercise (fp16 and 8-bit are both asked): say
+    # so first, since a doubled fp16 answer is also the 8-bit one, and blame no slip alone
+    other = next(
+        (p for p, s in BYTES_PER_ELEMENT.items() if s != size and value == budget_bytes // (per_token // size * s)),
+        None,
+    )
+    if other is not None:
+        also = f"; as an answer in {precision}: {hint}" if hint else ""
+        hint = f'that is the answer in {other} ({BYTES_PER_ELEMENT[other]} byte(s) per element): pass "{other}"{also}'
+    hint = hint or "divide the budget by 2 · b · L · g · d_k · s bytes per token, then round down"
+    return fit_to_page(wrong(title, "tokens", hint))
 
 
 def check_max_kv_heads(

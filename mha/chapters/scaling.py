@@ -30,7 +30,7 @@ from torch.overrides import TorchFunctionMode
 from ..attention import entropy_bits
 from ..checks import check_positive_int
 from ..counting import attention_params
-from .answers import Verdict, close_verdict, compare_number, malformed, read_number, right, wrong
+from .answers import Verdict, close_verdict, compare_number, fit_to_page, malformed, read_number, right, wrong
 
 #: Head widths of the sweep: 1, 2, 4, ..., 1024.
 DEFAULT_D_KS = tuple(2**i for i in range(11))
@@ -296,9 +296,17 @@ def check_merge_heads(fn) -> Verdict:
             f"for x of shape {(batch_size, seq_len, d_model)}, H = {num_heads}",
         )
         try:
-            got = fn(heads.clone())
+            # a fresh contiguous (B, H, T, Dh) tensor, as attention's output (weights @ v) is: a
+            # .view of its transpose raises there, so the check must not hand over split_heads' strides
+            got = fn(heads.clone(memory_format=torch.contiguous_format))
         except Exception as error:  # the reader's code: report, do not propagate
-            return malformed(title, f"{where}, your function raised {type(error).__name__}: {error}")
+            problem = f"{where}, your function raised {type(error).__name__}: {error}"
+            if "view" in str(error) and num_heads > 1 and seq_len > 1:
+                problem += (
+                    ": after transpose(1, 2) the tensor is not contiguous, so .view cannot merge it; "
+                    "use .reshape(B, T, D) or .contiguous().view(B, T, D)"
+                )
+            return fit_to_page(malformed(title, problem))
         if not isinstance(got, torch.Tensor):
             return malformed(title, f"{where}, your function returned {type(got).__name__}, not a tensor")
         if tuple(got.shape) != shape:

@@ -36,6 +36,8 @@ VALUES = {"cat": (1.0, 0.0), "mouse": (0.0, 1.0), "chases": (0.0, 0.0)}
 QUERY, FIRST, LAST = 1, 0, 2
 #: The splits offered by the chapter's slider.
 SPLITS = tuple(round(0.1 * i, 1) for i in range(11))
+#: Where the split explorer opens: the even split, at which the two sentences look the same.
+INITIAL_SPLIT = 0.5
 
 
 def _check_split(split) -> float:

@@ -32,6 +32,8 @@ KEYS = ((0.5, 1.0), (2.0, 2.0), (1.0, 2.0), (0.0, 1.0), (2.0, 1.0))
 VALUES = ((0.0, 0.0), (2.0, 0.0), (0.0, 2.0), (1.0, 0.0), (2.0, 2.0))
 #: Temperatures offered by the explorer, from sharp to flat.
 TEMPERATURES = [0.25, 0.5, 1.0, 2.0, 4.0, 8.0]
+#: Where the explorer opens: the worked row of the page (no temperature, tau = 1).
+INITIAL_TEMPERATURE = 1.0
 
 
 def _check_temperature(temperature) -> float:

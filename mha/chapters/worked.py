@@ -389,7 +389,8 @@ def check_temperature(tau, *, decimals: int = DECIMALS) -> Verdict:
     target = temperature_boundary()
     verdict = compare_number(value, target, decimals=decimals)
     if verdict.right:
-        return right(title, f"correct: below τ = {value:g} head 1 puts more than 0.9 on its chosen token")
+        # the boundary itself, not the reader's rounding of it: at τ = 0.56 the weight is 0.8989
+        return right(title, f"correct: below τ = {target:.4f} head 1 puts more than 0.9 on its chosen token")
     slips = [
         (2 / math.log(9), "one other token? Row 2 of head 1 has four others, each e^0 = 1"),
         (4 / math.log(36), "you used the raw score 4; the softmax sees the scaled score 4 / √d_k = 2"),

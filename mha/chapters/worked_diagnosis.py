@@ -80,4 +80,13 @@ def diagnose_output(mine, ex, h, r, tol, my_weights) -> str:
         return "you averaged the keys K; the output is a weighted sum of the values V"
     if rows_close(mine, ex.weights[h, r] @ ex.x[:, : ex.head_dim], tol):
         return "you averaged (part of) X; the output is a weighted sum of the values V = X W_V"
+    decimals = round(-math.log10(tol))  # the precision the exercise asks (tol = 10^-decimals)
+    rounded = torch.round(ex.weights[h, r], decimals=decimals)  # (T,)
+    if not rows_close(ex.weights[h, r] @ ex.v[h], rounded @ ex.v[h], tol / 2) and rows_close(
+        mine, rounded @ ex.v[h], tol / 2
+    ):
+        return (
+            f"your sum uses the weights rounded to {decimals} decimals, and V's entries multiply that rounding: "
+            "keep the weights' full digits until the output, then round it"
+        )
     return "sum over the five tokens: weight_j times row j of V"
