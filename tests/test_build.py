@@ -488,3 +488,26 @@ def test_a_mask_filled_with_minus_infinity_after_the_softmax_is_named():
 
     verdict = build.check_attention(after)
     assert not verdict.ok and "mask was applied after the softmax" in said(verdict), verdict
+
+
+def test_a_module_without_biases_is_judged_on_its_maths_and_told_of_both():
+    class NoBiases(MultiHeadAttention):  # right maths, no biases anywhere
+        def __init__(self, d_model, num_heads):
+            super().__init__(d_model, num_heads)
+            self.q_proj, self.k_proj, self.v_proj, self.out_proj = (
+                nn.Linear(d_model, d_model, bias=False) for _ in range(4)
+            )
+
+    verdict = build.check_multi_head_attention(NoBiases)
+    assert not verdict.ok and verdict.first_error == "q_proj", verdict
+    assert "the computation is right without it" in said(verdict) and "needs its bias" in said(verdict)
+
+    class NoBiasesNoScale(NoBiases):  # and a slip in the maths: both are named
+        def forward(self, query, key, value, mask=None):
+            h = self.num_heads
+            q, k, v = (split(p(x), h) for p, x in ((self.q_proj, query), (self.k_proj, key), (self.v_proj, value)))
+            out, weights = attention(q, k, v, mask, scale=1.0)
+            return self.out_proj(merge(out)), weights
+
+    verdict = build.check_multi_head_attention(NoBiasesNoScale)
+    assert not verdict.ok and "not scaled" in said(verdict) and "needs its bias" in said(verdict), verdict

@@ -15,7 +15,6 @@ import re
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
 from .answers import Verdict, malformed, right, wrong
 from .build_diagnosis import (
@@ -30,11 +29,12 @@ from .build_diagnosis import (
 from .build_reference import (
     ATTENTION_SLIPS,
     MHA_SLIPS,
-    PROJECTIONS,
     SPLIT_SLIPS,
     attention_with_slip,
+    bias_note,
+    build_module,
     mha_with_slip,
-    module_params,
+    random_mask,
     reference_module,
     split_with_slip,
 )
@@ -312,55 +312,11 @@ def check_split_merge(split_heads, merge_heads) -> Verdict:
 # ------------------------------------------------------------------------------------------------
 
 
-def _build_module(cls, params: dict, d_model: int):
-    """The learner's module with the reference's weights, float64, eval mode; or a problem (and the part)."""
-    module, problem = run_learner(cls, d_model, params["num_heads"])
-    if problem:
-        return None, (
-            "module",
-            f"{cls.__name__ if hasattr(cls, '__name__') else cls}({d_model}, {params['num_heads']}): {problem}",
-        )
-    if not isinstance(module, nn.Module):
-        return None, ("module", f"the class must build an nn.Module, found {type(module).__name__}")
-    for name in PROJECTIONS:
-        layer = getattr(module, name, None)
-        if not isinstance(layer, nn.Linear) or (layer.in_features, layer.out_features) != (d_model, d_model):
-            found = type(layer).__name__ if layer is not None else "nothing"
-            if isinstance(layer, nn.Linear):
-                found = f"nn.Linear({layer.in_features}, {layer.out_features})"
-            hint = "out_proj is forgotten: " if name == "out_proj" and layer is None else ""
-            return None, (
-                name,
-                f"{hint}self.{name} must be nn.Linear(d_model, d_model) = nn.Linear({d_model}, {d_model}), "
-                f"found {found}",
-            )
-        if layer.bias is None:
-            return None, (name, f"self.{name} needs its bias (bias=True), as in nn.MultiheadAttention")
-    try:
-        module = module.to(torch.float64).eval()
-        with torch.no_grad():
-            for name in PROJECTIONS:
-                getattr(module, name).weight.copy_(params[f"{name}.weight"])
-                getattr(module, name).bias.copy_(params[f"{name}.bias"])
-    except Exception as error:  # the learner's module: report it
-        return None, ("module", f"copying nn.MultiheadAttention's weights in failed: {type(error).__name__}: “{error}”")
-    return module, None
-
-
 #: Said when two calls on the same input differ.
 RANDOM_HINT = (
     "two calls on the same input give different outputs: dropout is active after .eval(); use "
     "nn.Dropout, or F.dropout(w, p, training=self.training)"
 )
-
-
-def random_mask(t: int, s: int, gen: torch.Generator) -> torch.Tensor:
-    """A (T, S) boolean mask, True = may attend, about half True, never causal, and at least one key
-    kept in every row (a fully blocked row has no right answer to compare with)."""
-    mask = torch.rand(t, s, generator=gen) < 0.5  # (T, S)
-    mask[torch.arange(t), torch.randint(0, s, (t,), generator=gen)] = True  # one key per row
-    mask[0, -1] = True  # query 1 sees the last key: no causal mask does
-    return mask
 
 
 @readable
@@ -391,91 +347,103 @@ def check_multi_head_attention(cls) -> Verdict:
         (8, 2, "cross-attention with a random mask", 2, 4, 6, "random"),
     ]:
         ref = reference_module(d_model, num_heads)
-        params = module_params(ref)
-        module, problem = _build_module(cls, params, d_model)
+        module, params, problem, missing = build_module(cls, ref, d_model)
         if problem:
             return wrong(title, problem[0], problem[1])
-        query = torch.randn(b, t, d_model, generator=gen, dtype=torch.float64)
-        key = (
-            query
-            if s == t and not where.startswith("cross")
-            else torch.randn(b, s, d_model, generator=gen, dtype=torch.float64)
-        )
-        # in cross-attention the values are a third tensor: a module that mixes up key and value fails
-        value = key if key is query else torch.randn(b, s, d_model, generator=gen, dtype=torch.float64)
-        mask = random_mask(t, s, gen) if mask_kind == "random" else None
-        if mask_kind == "causal":
-            mask = torch.ones(t, s, dtype=torch.bool).tril()  # (T, S)
-        where = f"{where} (d_model = {d_model}, h = {num_heads}, B = {b}, T = {t}, S = {s})"
-        originals = {"query": query, "key": key, "value": value, "mask": mask}
-        passed = {name: None if x is None else x.clone() for name, x in originals.items()}
-        with torch.no_grad():
-            expected, expected_w = ref(
-                query, key, value, attn_mask=None if mask is None else ~mask, average_attn_weights=False
-            )  # nn.MultiheadAttention: True = blocked
-            result, problem = run_learner(module, passed["query"], passed["key"], passed["value"], mask=passed["mask"])
-        if problem and re.search(r"positional argument|multiple values for argument|unexpected keyword", problem):
-            problem += ": forward takes (query, key, value, mask=None), as nn.MultiheadAttention's does"
-        result, problem = (None, f"for {where}, {problem}") if problem else read_pair(result, f"for {where}")
-        if problem:
-            return malformed(title, problem)
-        changed = changed_inputs(originals, passed)
-        if changed:
-            return wrong(title, "inputs", f"for {where}: {changed}")
-        weights, problem = read_tensor("weights", result[1], expected_w.shape, allow_nan=True)
-        found = tuple(result[1].shape) if isinstance(result[1], torch.Tensor) else None
-        if problem and found == (b, t, s):
-            problem += ": the weights are averaged over the heads; return each head's, (B, H, T, S)"
-        elif problem and found == (b, d_model // num_heads, t, s) and d_model // num_heads != num_heads:
-            problem += (
-                f": that is {found[1]} heads of width {num_heads}: head_dim and num_heads are swapped; "
-                "view(B, T, num_heads, head_dim)"
-            )
-        elif problem and found == (t, num_heads, b, b if s == t else s) and b != t:
-            problem += ": your layer reads its inputs as (T, B, D), sequence first; they are batch first, (B, T, D)"
-        elif problem and s != t and found == (b, ref.num_heads, t, t):
-            problem += f": {MHA_SLIPS['kv_from_query']}"
-        output, out_problem = read_tensor("output", result[0], expected.shape, allow_nan=True)
-        if problem or out_problem:
-            return wrong(title, "weights" if problem else "output", f"for {where}: {problem or out_problem}")
-        if close(output, expected) and close(weights, expected_w):
-            continue
-        cross = key is not query
-        slips = [
-            x
-            for x in MHA_SLIPS
-            if ("mask" not in x or mask is not None)
-            and (x not in ("kv_from_query", "kv_swapped", "key_from_value", "value_from_key") or cross)
-            and (x != "always_causal" or mask is None)
-            and (x != "causal_for_any_mask" or mask_kind == "random")
-        ]
-        named = next((x for x in slips if close(output, mha_with_slip(params, query, key, value, mask, x)[0])), None)
-        if named:
-            return wrong(title, "output", f"for {where}: {MHA_SLIPS[named]}")
-        if close(output, expected):
-            return wrong(title, "weights", f"for {where}: the output is right, the weights returned are not")
-        with torch.no_grad():
-            again, _ = run_learner(module, query.clone(), key.clone(), value.clone(), mask=mask)
-        if (
-            isinstance(again, (tuple, list))
-            and isinstance(again[0], torch.Tensor)
-            and not close(again[0].detach().cpu().to(torch.float64), output)
-        ):
-            return wrong(title, "output", f"for {where}: {RANDOM_HINT}")
-        hint = "check each step against chapter 2: project, split, attend, merge, out_proj"
-        rows = output.var(-1, unbiased=False)
-        if torch.allclose(output.mean(-1), torch.zeros_like(rows), atol=1e-6) and torch.allclose(
-            rows, torch.ones_like(rows), atol=1e-3
-        ):
-            hint = (
-                "each output row has mean 0 and variance 1: a LayerNorm inside the module? "
-                "The layer returns out_proj(...); normalisation belongs to the block around it"
-            )
-        if not torch.isfinite(output).all():
-            hint = "the output holds NaN or infinity: is a whole row blocked, or -inf added outside the mask?"
-        return wrong(title, "output", f"for {where}: {hint}")
+        verdict = _module_case(module, ref, params, title, where, b, t, s, d_model, num_heads, mask_kind, gen)
+        if verdict is not None:
+            if missing:  # name both: what the computation gets wrong, and the missing bias
+                lines = (*verdict.lines[:-1], f"{verdict.lines[-1]}; also, {bias_note(missing)}")
+                return Verdict(False, verdict.first_error, lines)
+            return verdict
+    if missing:  # the layout of the last case: every case builds the same class
+        return wrong(title, missing[0], f"the computation is right without it, but {bias_note(missing)}")
     return right(
         title,
         "correct: equal to nn.MultiheadAttention with 3 heads and with 2, for self-attention, "
         "cross-attention, a causal mask and a random one",
     )
+
+
+def _module_case(module, ref, params, title, where, b, t, s, d_model, num_heads, mask_kind, gen):
+    """The verdict on one case of :func:`check_multi_head_attention`, or None when it is right."""
+    query = torch.randn(b, t, d_model, generator=gen, dtype=torch.float64)
+    key = (
+        query
+        if s == t and not where.startswith("cross")
+        else torch.randn(b, s, d_model, generator=gen, dtype=torch.float64)
+    )
+    # in cross-attention the values are a third tensor: a module that mixes up key and value fails
+    value = key if key is query else torch.randn(b, s, d_model, generator=gen, dtype=torch.float64)
+    mask = random_mask(t, s, gen) if mask_kind == "random" else None
+    if mask_kind == "causal":
+        mask = torch.ones(t, s, dtype=torch.bool).tril()  # (T, S)
+    where = f"{where} (d_model = {d_model}, h = {num_heads}, B = {b}, T = {t}, S = {s})"
+    originals = {"query": query, "key": key, "value": value, "mask": mask}
+    passed = {name: None if x is None else x.clone() for name, x in originals.items()}
+    with torch.no_grad():
+        expected, expected_w = ref(
+            query, key, value, attn_mask=None if mask is None else ~mask, average_attn_weights=False
+        )  # nn.MultiheadAttention: True = blocked
+        result, problem = run_learner(module, passed["query"], passed["key"], passed["value"], mask=passed["mask"])
+    if problem and re.search(r"positional argument|multiple values for argument|unexpected keyword", problem):
+        problem += ": forward takes (query, key, value, mask=None), as nn.MultiheadAttention's does"
+    result, problem = (None, f"for {where}, {problem}") if problem else read_pair(result, f"for {where}")
+    if problem:
+        return malformed(title, problem)
+    changed = changed_inputs(originals, passed)
+    if changed:
+        return wrong(title, "inputs", f"for {where}: {changed}")
+    weights, problem = read_tensor("weights", result[1], expected_w.shape, allow_nan=True)
+    found = tuple(result[1].shape) if isinstance(result[1], torch.Tensor) else None
+    if problem and found == (b, t, s):
+        problem += ": the weights are averaged over the heads; return each head's, (B, H, T, S)"
+    elif problem and found == (b, d_model // num_heads, t, s) and d_model // num_heads != num_heads:
+        problem += (
+            f": that is {found[1]} heads of width {num_heads}: head_dim and num_heads are swapped; "
+            "view(B, T, num_heads, head_dim)"
+        )
+    elif problem and found == (t, num_heads, b, b if s == t else s) and b != t:
+        problem += ": your layer reads its inputs as (T, B, D), sequence first; they are batch first, (B, T, D)"
+    elif problem and s != t and found == (b, ref.num_heads, t, t):
+        problem += f": {MHA_SLIPS['kv_from_query']}"
+    output, out_problem = read_tensor("output", result[0], expected.shape, allow_nan=True)
+    if problem or out_problem:
+        return wrong(title, "weights" if problem else "output", f"for {where}: {problem or out_problem}")
+    if close(output, expected) and close(weights, expected_w):
+        return None
+    cross = key is not query
+    slips = [
+        x
+        for x in MHA_SLIPS
+        if ("mask" not in x or mask is not None)
+        and (x not in ("kv_from_query", "kv_swapped", "key_from_value", "value_from_key") or cross)
+        and (x != "always_causal" or mask is None)
+        and (x != "causal_for_any_mask" or mask_kind == "random")
+    ]
+    named = next((x for x in slips if close(output, mha_with_slip(params, query, key, value, mask, x)[0])), None)
+    if named:
+        return wrong(title, "output", f"for {where}: {MHA_SLIPS[named]}")
+    if close(output, expected):
+        return wrong(title, "weights", f"for {where}: the output is right, the weights returned are not")
+    with torch.no_grad():
+        again, _ = run_learner(module, query.clone(), key.clone(), value.clone(), mask=mask)
+    if (
+        isinstance(again, (tuple, list))
+        and isinstance(again[0], torch.Tensor)
+        and not close(again[0].detach().cpu().to(torch.float64), output)
+    ):
+        return wrong(title, "output", f"for {where}: {RANDOM_HINT}")
+    hint = "check each step against chapter 2: project, split, attend, merge, out_proj"
+    rows = output.var(-1, unbiased=False)
+    if torch.allclose(output.mean(-1), torch.zeros_like(rows), atol=1e-6) and torch.allclose(
+        rows, torch.ones_like(rows), atol=1e-3
+    ):
+        hint = (
+            "each output row has mean 0 and variance 1: a LayerNorm inside the module? "
+            "The layer returns out_proj(...); normalisation belongs to the block around it"
+        )
+    if not torch.isfinite(output).all():
+        hint = "the output holds NaN or infinity: is a whole row blocked, or -inf added outside the mask?"
+    return wrong(title, "output", f"for {where}: {hint}")
+    return None

@@ -9,6 +9,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .build_diagnosis import run_learner
+
 # ------------------------------------------------------------------------------------------------
 # Step 1: scaled dot-product attention
 # ------------------------------------------------------------------------------------------------
@@ -149,3 +151,76 @@ def module_params(ref: nn.MultiheadAttention) -> dict:
         **{"q_proj.bias": q_b, "k_proj.bias": k_b, "v_proj.bias": v_b},
         **{"out_proj.weight": out.weight.detach(), "out_proj.bias": out.bias.detach()},
     }
+
+
+def build_module(cls, ref: nn.MultiheadAttention, d_model: int):
+    """The learner's module with the reference's weights, float64, eval mode, the reference's params
+    and the projections built without a bias; or a problem (and the part).
+
+    A projection without a bias is not refused here: the reference's bias there is set to 0, so that
+    the computation is judged on the learner's own layout, and the missing bias is named afterwards
+    (with what else is wrong, if anything)."""
+    module, problem = run_learner(cls, d_model, ref.num_heads)
+    if problem:
+        return (
+            None,
+            None,
+            (
+                "module",
+                f"{cls.__name__ if hasattr(cls, '__name__') else cls}({d_model}, {ref.num_heads}): {problem}",
+            ),
+            [],
+        )
+    if not isinstance(module, nn.Module):
+        return None, None, ("module", f"the class must build an nn.Module, found {type(module).__name__}"), []
+    for name in PROJECTIONS:
+        layer = getattr(module, name, None)
+        if not isinstance(layer, nn.Linear) or (layer.in_features, layer.out_features) != (d_model, d_model):
+            found = type(layer).__name__ if layer is not None else "nothing"
+            if isinstance(layer, nn.Linear):
+                found = f"nn.Linear({layer.in_features}, {layer.out_features})"
+            hint = "out_proj is forgotten: " if name == "out_proj" and layer is None else ""
+            return (
+                None,
+                None,
+                (
+                    name,
+                    f"{hint}self.{name} must be nn.Linear(d_model, d_model) = nn.Linear({d_model}, {d_model}), "
+                    f"found {found}",
+                ),
+                [],
+            )
+    missing = [name for name in PROJECTIONS if getattr(module, name).bias is None]
+    with torch.no_grad():  # the reference of the learner's layout: no bias where theirs has none
+        for name in missing:
+            if name == "out_proj":
+                ref.out_proj.bias.zero_()
+            else:
+                i = PROJECTIONS.index(name)
+                ref.in_proj_bias[i * d_model : (i + 1) * d_model] = 0
+    params = module_params(ref)
+    try:
+        module = module.to(torch.float64).eval()
+        with torch.no_grad():
+            for name in PROJECTIONS:
+                getattr(module, name).weight.copy_(params[f"{name}.weight"])
+                if name not in missing:
+                    getattr(module, name).bias.copy_(params[f"{name}.bias"])
+    except Exception as error:  # the learner's module: report it
+        problem = f"copying nn.MultiheadAttention's weights in failed: {type(error).__name__}: “{error}”"
+        return None, None, ("module", problem), []
+    return module, params, None, missing
+
+
+def bias_note(missing: list[str]) -> str:
+    """What a verdict adds when projections were built without their bias."""
+    return f"self.{missing[0]} needs its bias (bias=True), as in nn.MultiheadAttention"
+
+
+def random_mask(t: int, s: int, gen: torch.Generator) -> torch.Tensor:
+    """A (T, S) boolean mask, True = may attend, about half True, never causal, and at least one key
+    kept in every row (a fully blocked row has no right answer to compare with)."""
+    mask = torch.rand(t, s, generator=gen) < 0.5  # (T, S)
+    mask[torch.arange(t), torch.randint(0, s, (t,), generator=gen)] = True  # one key per row
+    mask[0, -1] = True  # query 1 sees the last key: no causal mask does
+    return mask
