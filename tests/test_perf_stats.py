@@ -111,3 +111,24 @@ def test_simulated_ratios_have_the_effect_they_are_given():
     assert abs(ps.median_interval(ratios, 0.05)["median"] / 1.3 - 1) < 0.02
     # the shared load cancels in the ratio: its spread is the calls' noise, not the load's
     assert ps.simulated_ratios(5, 1.0, noise=0.0, load=1.0, seed=3) == pytest.approx([1.0] * 5)
+
+
+def test_resampled_power_follows_the_rounds_noise():
+    """A quiet run calls a 1.3-fold difference nearly always, a noisy one seldom; the shift's sign is kept."""
+    quiet = ps.simulated_ratios(25, 1.0, noise=0.03, seed=1)
+    noisy = ps.simulated_ratios(25, 1.0, noise=0.25, seed=1)
+    assert ps.resampled_power(quiet, 1.3, FAMILY, draws=300) > 0.95
+    assert ps.resampled_power(noisy, 1.3, FAMILY, draws=300) < 0.6
+    assert ps.resampled_power(quiet, 1 / 1.3, FAMILY, draws=300) > 0.95  # faster, called as faster
+    assert ps.resampled_power(quiet, 1.3, FAMILY, draws=50, seed=3) == ps.resampled_power(
+        quiet, 1.3, FAMILY, draws=50, seed=3
+    )
+    with pytest.raises(ValueError, match="effect must be a positive ratio other than 1"):
+        ps.resampled_power(quiet, 1.0, FAMILY)
+
+
+def test_the_simulated_load_cancels_in_the_ratio():
+    """Why the simulation checks the rule's arithmetic, not its power: A and B share each round's load."""
+    a = ps.simulated_ratios(25, 1.0, load=0.0, seed=3)
+    b = ps.simulated_ratios(25, 1.0, load=3.0, seed=3)
+    assert max(abs(x - y) / x for x, y in zip(a, b)) < 1e-12
