@@ -19,8 +19,10 @@ How the nudge is chosen, so that what holds on every machine still holds under i
 * A result that is a multiple of ``2**-12`` no larger than ``2**12`` (an integer, a half, a sixteenth)
   is not nudged: sums and products of such numbers are exact on every machine (the worked example's
   integer matrices, softmax's 0.5 for two equal scores).
-* An element equal to the same element of an input of the same shape is not nudged: ``x + 0`` and
-  ``x * 1`` give ``x`` on every machine (a residual branch whose sublayer outputs zero).
+* An element of a pointwise operation equal to the same element of its input is not nudged:
+  ``x + 0`` and ``x * 1`` give ``x`` on every machine (a residual branch whose sublayer outputs
+  zero). Only pointwise: in a product, an output that happens to equal an input at the same place
+  says nothing, and exempting it would make two permuted computations differ.
 * Operations that every machine computes exactly the same way are left alone: factories and random
   draws, views, copies and dtype casts (correctly rounded everywhere), indexing, concatenation,
   selections (``max``, ``sort``, ``where``, ``masked_fill``, ``tril``, rounding), comparisons.
@@ -86,7 +88,9 @@ class LastBits(TorchDispatchMode):
         self.nudged = 0  # tensors changed, for the report
 
     def factors(self, out: torch.Tensor, inputs=()) -> torch.Tensor:
-        """``1 + r * eps`` for each element of ``out`` (1 where it is left alone), in ``out``'s dtype."""
+        """``1 + r * eps`` for each element of ``out`` (1 where it is left alone), in ``out``'s dtype.
+
+        ``inputs``: a pointwise operation's, whose element i gives element i of ``out``."""
         h = _bits(out) * 0x9E3779B1 + self.seed * 0x85EBCA77 + 0x165667B1  # int64, wrapping
         h = (h ^ (h >> 29)) * 0xBF58476D
         h = h ^ (h >> 32)
@@ -99,7 +103,7 @@ class LastBits(TorchDispatchMode):
         r = torch.where(exact | ~torch.isfinite(out), torch.zeros_like(r), r)
         return (1 + r.to(torch.float64) * torch.finfo(out.dtype).eps).to(out.dtype)
 
-    def _nudge(self, out, inputs, in_place: bool):
+    def _nudge(self, out, inputs, in_place: bool, pointwise: bool = False):
         if not isinstance(out, torch.Tensor) or not out.is_floating_point() or out.numel() == 0:
             return out
         if out.is_complex() or out.dtype not in (torch.float16, torch.bfloat16, torch.float32, torch.float64):
@@ -107,7 +111,7 @@ class LastBits(TorchDispatchMode):
         self.nudged += 1
         if in_place:  # the operation wrote into one of its inputs: nudge it there
             return out.mul_(self.factors(out))
-        return out * self.factors(out, inputs)
+        return out * self.factors(out, inputs if pointwise else ())
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -117,10 +121,11 @@ class LastBits(TorchDispatchMode):
             return out
         inputs = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
         in_place = name.endswith("_") or "out" in kwargs
+        pointwise = torch.Tag.pointwise in getattr(func, "tags", ())
         if isinstance(out, torch.Tensor):
             if not in_place and any(out is x for x in inputs):
                 return out
-            return self._nudge(out, inputs, in_place)
+            return self._nudge(out, inputs, in_place, pointwise)
         if isinstance(out, tuple | list):
             nudged = [self._nudge(o, inputs, in_place) for o in out]
             return type(out)(nudged)

@@ -81,3 +81,17 @@ def test_settings_are_read_with_a_clear_error():
         parse("seven")
     with pytest.raises(ValueError, match="ulps must be between 1 and 64, found 0"):
         LastBits(ulps=0)
+
+
+def test_permuted_inputs_give_permuted_outputs_as_on_any_machine():
+    """Chapter 1's permutation equivariance: reordering the queries reorders the outputs, bit for bit,
+    on any machine. A product's output that happens to equal its input at the same place must not be
+    left exact in one order and nudged in the other (only pointwise operations pass an input through)."""
+    gen = torch.Generator().manual_seed(5)
+    w = torch.randn(5, 5, generator=gen, dtype=torch.float64).softmax(-1)
+    v = torch.randn(5, 2, generator=gen, dtype=torch.float64)
+    w[0] = torch.tensor([1.0, 0, 0, 0, 0])  # query 1 attends to itself only: output row 0 is v's row 0
+    perm = torch.tensor([1, 0, 2, 3, 4])
+    with LastBits(seed=3, ulps=4):
+        out, out_perm = w @ v, w[perm] @ v
+    assert torch.equal(out[perm], out_perm)
