@@ -17,6 +17,7 @@ from conftest import skip_or_fail
 from mha import bert as B
 from mha import viz
 from mha.chapters import pretrained_analysis as P
+from mha.chapters import pretrained_controls as PC
 from mha.chapters import pretrained_pruning as PR
 from mha.chapters import pretrained_twins as TW
 
@@ -396,17 +397,38 @@ def test_rank_agreement_and_orders_by_hand():
     assert mask.tolist() == [[0.0, 1.0], [1.0, 0.0]]
 
 
-def test_matched_random_sets_keep_the_profile():
+def test_disjoint_matched_sets_share_no_head_and_keep_the_profile():
     strata = np.repeat(np.arange(3), 4)  # 3 "layers" of 4 heads
-    chosen = [4, 5, 6, 8]  # three heads of layer 1, one of layer 2
-    sets = PR.matched_random_sets(strata, chosen, count=50, seed=3)
-    assert len(sets) == 50 and all(sorted(strata[s].tolist()) == [1, 1, 1, 2] for s in sets)
-    assert all(len(set(s)) == 4 and s == sorted(s) for s in sets)
-    assert sets == PR.matched_random_sets(strata, chosen, count=50, seed=3)  # seeded
-    assert len({tuple(s) for s in sets}) > 1 and any(8 not in s for s in sets)  # drawn, not copied
-    for bad in ([], [4, 4], [12]):
-        with pytest.raises(ValueError, match="chosen must be distinct head indices in"):
-            PR.matched_random_sets(strata, bad)
+    chosen = [4, 5, 6, 8]  # three heads of layer 1 (one other head there), one of layer 2 (three others)
+    pairs = PC.disjoint_matched_sets(strata, chosen, count=50, seed=3)
+    assert len(pairs) == 50
+    for mine, others in pairs:
+        assert set(mine) <= set(chosen) and not set(others) & set(chosen)
+        # layer 1 can match one head only; layer 0 has no chosen head
+        assert sorted(strata[mine].tolist()) == sorted(strata[others].tolist()) == [1, 2]
+        assert mine == sorted(mine) and others == sorted(others)
+    assert pairs == PC.disjoint_matched_sets(strata, chosen, count=50, seed=3)  # seeded
+    assert len({tuple(m) for m, _ in pairs}) == 3 and len({tuple(o) for _, o in pairs}) > 1  # drawn
+    for bad in ([], [12], [-1]):
+        with pytest.raises(ValueError, match="chosen must be head indices in"):
+            PC.disjoint_matched_sets(strata, bad)
+
+
+def test_monte_carlo_p_and_holm_by_hand():
+    # the observed value counts as one more order: 2 of the 4 random ones are at least as high
+    assert PC.monte_carlo_p(0.5, [0.1, 0.5, 0.7, 0.2]) == pytest.approx(3 / 5)
+    assert PC.monte_carlo_p(0.9, [0.1] * 199) == pytest.approx(1 / 200)
+    # Holm at 0.05 over 3: 0.01 <= 0.05/3, 0.02 <= 0.05/2, 0.04 <= 0.05 -> all; one step fails -> stop
+    assert PC.holm({"a": 0.04, "b": 0.01, "c": 0.02}) == {"a": True, "b": True, "c": True}
+    assert PC.holm({"a": 0.04, "b": 0.01, "c": 0.03}) == {"a": False, "b": True, "c": False}
+    assert PC.holm({"a": 0.02, "b": 0.02}, alpha=0.03) == {"a": False, "b": False}
+
+
+def test_curve_statistic_needs_every_test_count():
+    curve = {"removed": list(range(0, 73, 6)), "margin": [float(c) for c in range(0, 73, 6)]}
+    assert PC.curve_statistic(curve) == pytest.approx(np.mean(PC.TEST_COUNTS))
+    with pytest.raises(ValueError, match="missing \\[66\\]"):
+        PC.curve_statistic({"removed": curve["removed"][:-2], "margin": curve["margin"][:-2]})
 
 
 def test_holds_until_and_above_random_band_by_hand():
@@ -477,46 +499,47 @@ def test_stored_study_is_consistent():
     assert live["largest_difference"] * 10 <= live["tolerance"] <= 1e-4
     parking = study["parking"]
     assert sorted(parking["heads"]) == parking["heads"] and len(parking["random_removed"]) >= 10
+    controls = study["controls"]
+    assert [len(r) for r in controls["random_statistics"]] == [PC.NUM_TEST_ORDERS] * 2
+    assert PC.NUM_TEST_ORDERS + 1 >= 6 / PC.FAMILY_ALPHA  # a p-value can fall below the Bonferroni bound
+    for name, size in (("layer", 18), ("layer_and_sign", 15)):
+        side = controls["parking"][name]
+        assert side["size"] == size and len(side["parking"]) == len(side["others"]) == PC.NUM_MATCHED_DRAWS
     layer = np.arange(72) // 12
-    raises = study["single_head"]["margin"].ravel() > study["full"]["margin"]
-    for kind, strata in (("layer_matched", layer), ("layer_and_effect_matched", 2 * layer + raises)):
-        sets = parking[kind]["sets"]
-        assert sets == PR.matched_random_sets(strata, parking["heads"], len(sets), parking["matched_seed"])
-        assert len(parking[kind]["removed"]) == len(sets) >= 10
+    pairs = PC.disjoint_matched_sets(layer, parking["heads"], seed=controls["parking"]["seed"])
+    # as many parking heads of each layer as the layer has other heads: 0, 5, 3, 3, 2, 5
+    assert np.bincount(layer[pairs[0][1]], minlength=6).tolist() == [0, 5, 3, 3, 2, 5]
 
 
 def test_stored_study_supports_chapter_7s_pruning_claims():
-    """Chapter 7's corrected claims (issue 32, items 13 and 23), from the stored study: on held-out
-    pairs, judged at every count, the ablation and greedy rankings beat every random order in 43 of
-    44 comparisons and Michel et al.'s score in 3 of 22; the margin yardstick fails for the model
-    without heads (counting found paraphrases does not); the parking heads are cheaper than random
-    sets from the same layers, but not than sets matched also on the sign of their single removal."""
+    """Chapter 11's claims, from the stored study: the pre-specified curve statistic calls the ablation
+    and greedy rankings better than 199 fresh random orders in both folds (Holm, familywise 0.05), and
+    not Michel et al.'s score; the margin yardstick fails for the model without heads (counting found
+    paraphrases does not); the parking heads cost less than as many other heads of the same layers,
+    but not than others matched also on the sign of their single removal."""
     study = PR.load_ablation_study()
-    counts = study["pruning"]["least harmful first"]["removed"]
-    between = [c for c in counts if 0 < c < 72]
-    above = {
-        (n, name): PR.above_random_band(fold["held_out"][name], fold["random_held_out"]["margin"])
-        for n, fold in enumerate(study["splits"], start=1)
+    controls = study["controls"]
+    p_values = {
+        (n, name): PC.monte_carlo_p(PC.curve_statistic(fold["held_out"][name]), randoms)
+        for n, (fold, randoms) in enumerate(zip(study["splits"], controls["random_statistics"]), start=1)
         for name in ("ablation", "importance", "greedy")
     }
-    assert above[1, "greedy"] == above[2, "greedy"] == above[2, "ablation"] == between
-    assert [c for c in between if c not in above[1, "ablation"]] == [24]
-    assert above[1, "importance"] == [48, 54] and above[2, "importance"] == [48]
+    called = PC.holm(p_values)
+    assert {key for key, yes in called.items() if yes} == {(n, r) for n in (1, 2) for r in ("ablation", "greedy")}
+    assert [round(p_values[n, "importance"], 3) for n in (1, 2)] == [0.105, 0.26]
     for fold in study["splits"]:
         for curve in fold["held_out"].values():
             assert curve["margin"][-1] < 0.5 * fold["full"]["eval"]["margin"]  # the margin can fail ...
             assert curve["accuracy"][-1] == 1.0  # ... counting found paraphrases cannot
     parking = study["parking"]
     margin = parking["parking_removed"]["margin"]
-    cheaper = [
-        sum(q["margin"] < margin for q in results)
-        for results in (
-            parking["random_removed"],
-            parking["layer_matched"]["removed"],
-            parking["layer_and_effect_matched"]["removed"],
-        )
-    ]
-    assert cheaper == [20, 19, 11]
+    assert sum(q["margin"] < margin for q in parking["random_removed"]) == 20
+    cheaper = {
+        name: sum(a > b for a, b in zip(side["parking"], side["others"]))
+        for name, side in controls["parking"].items()
+        if name != "seed"
+    }
+    assert cheaper == {"layer": 99, "layer_and_sign": 58}
 
 
 def test_stored_held_out_entry_recomputes(model, tokenizer):
@@ -526,10 +549,21 @@ def test_stored_held_out_entry_recomputes(model, tokenizer):
     held = P.pair_batches(tokenizer, [pairs[i] for i in fold["eval_pairs"]])
     q = PR.quality_after(model, held, fold["orders"]["greedy"], 36)
     assert q.margin == pytest.approx(fold["held_out"]["greedy"]["margin"][6], abs=1e-4)
-    # and one random set matched to the parking heads by layer and by sign, on all 24 pairs
-    matched = study["parking"]["layer_and_effect_matched"]
-    q = PR.quality_after(model, P.pair_batches(tokenizer, pairs), matched["sets"][0], len(matched["sets"][0]))
-    assert q.margin == pytest.approx(matched["removed"][0]["margin"], abs=1e-4)
+    # and the first pair of sets matched to the parking heads by layer and by sign, on all 24 pairs
+    layer = np.arange(72) // 12
+    raises = study["single_head"]["margin"].ravel() > study["full"]["margin"]
+    stored = study["controls"]["parking"]
+    mine, others = PC.disjoint_matched_sets(2 * layer + raises, study["parking"]["heads"], seed=stored["seed"])[0]
+    everything = P.pair_batches(tokenizer, pairs)
+    assert PC.margin_without(model, everything, mine) == pytest.approx(stored["layer_and_sign"]["parking"][0], abs=1e-4)
+    assert PC.margin_without(model, everything, others) == pytest.approx(
+        stored["layer_and_sign"]["others"][0], abs=1e-4
+    )
+    # and one random order's curve statistic on fold 2's held-out half
+    order = PC.fresh_orders(72)[5]
+    assert PC.random_statistics(model, held, [order])[0] == pytest.approx(
+        study["controls"]["random_statistics"][1][5], abs=1e-4
+    )
 
 
 # ---- Winograd-style twins ----------------------------------------------------------------------

@@ -47,8 +47,6 @@ PRUNING_STEP = 6
 SPLIT_SEED = 0
 RANDOM_SEED = 1
 NUM_RANDOM_ORDERS = 20
-#: The seed of the random head sets matched to the parking heads (:func:`matched_random_sets`).
-MATCHED_SEED = 2
 
 
 def pruning_counts(config: BertConfig) -> tuple[int, ...]:
@@ -175,29 +173,6 @@ def random_orders(total: int, count: int = NUM_RANDOM_ORDERS, seed: int = RANDOM
     return [[int(i) for i in rng.permutation(total)] for _ in range(count)]
 
 
-def matched_random_sets(strata, chosen, count: int = NUM_RANDOM_ORDERS, seed: int = MATCHED_SEED) -> list[list[int]]:
-    """``count`` random sets of heads drawn like ``chosen``: as many heads from each stratum as
-    ``chosen`` has in it, without replacement, from all of that stratum's heads (the chosen ones
-    included). With the layer as the stratum, a set has the layer profile of ``chosen``.
-
-    Shapes: strata, one label per head, (L·H,) or (L, H); chosen, flat head indices.
-    Returns: ``count`` sorted lists of flat indices (one seeded generator, strata in sorted order).
-    """
-    strata = np.asarray(strata).ravel()
-    chosen = [int(i) for i in chosen]
-    if not chosen or not all(0 <= i < strata.size for i in chosen) or len(set(chosen)) != len(chosen):
-        raise ValueError(f"chosen must be distinct head indices in [0, {strata.size}), found {chosen}")
-    labels, needed = np.unique(strata[chosen], return_counts=True)  # each stratum of chosen, sorted
-    rng = np.random.default_rng(seed)
-    sets = []
-    for _ in range(count):
-        drawn = []
-        for label, k in zip(labels, needed):
-            drawn += rng.choice(np.flatnonzero(strata == label), size=int(k), replace=False).tolist()
-        sets.append(sorted(int(i) for i in drawn))
-    return sets
-
-
 def holds_until(curve: dict, full_margin: float) -> int:
     """The largest count of removed heads up to which ``curve``'s margin never fell below ``full_margin``
     (a :func:`pruning_curve` dict whose first count, 0, is the intact model).
@@ -310,32 +285,15 @@ def split_study(model: BertEncoder, tokenizer, rank: list[int], held_out: list[i
     }
 
 
-def parking_check(model: BertEncoder, batches, parking: list[int], randoms, single_margin, full_margin: float) -> dict:
-    """Remove the ``parking`` heads (flat indices) all at once, and as many heads drawn at random,
-    to see whether parking heads are cheaper to lose. Three kinds of random sets:
-
-    * ``random_removed``: the first heads of each order of ``randoms`` (matched by nothing);
-    * ``layer_matched``: as many heads from each layer as the parking heads have (:data:`MATCHED_SEED`);
-    * ``layer_and_effect_matched``: the same, within each layer separately among the heads whose
-      removal alone raises the margin and the others (``single_margin`` (L, H) against ``full_margin``).
-    """
+def parking_check(model: BertEncoder, batches, parking: list[int], randoms) -> dict:
+    """Remove the ``parking`` heads (flat indices) all at once, and the first as many heads of each order
+    of ``randoms`` (sets matched by nothing; :mod:`mha.chapters.pretrained_controls` draws matched ones)."""
     count = len(parking)
-    num_heads = np.shape(single_margin)[-1]
-    layer = np.arange(np.size(single_margin)) // num_heads  # (L·H,)
-    raises = np.asarray(single_margin).ravel() > full_margin  # (L·H,): removal alone raises the margin
-    matched = {
-        "layer_matched": matched_random_sets(layer, parking),
-        "layer_and_effect_matched": matched_random_sets(2 * layer + raises, parking),
-    }
-    result = {
+    return {
         "heads": list(parking),
         "parking_removed": _quality(quality_after(model, batches, parking, count)),
         "random_removed": [_quality(quality_after(model, batches, order, count)) for order in randoms],
-        "matched_seed": MATCHED_SEED,
     }
-    for name, sets in matched.items():
-        result[name] = {"sets": sets, "removed": [_quality(quality_after(model, batches, s, count)) for s in sets]}
-    return result
 
 
 def ablation_study(model: BertEncoder, tokenizer, parking: list[int], progress=None) -> dict:
@@ -344,8 +302,7 @@ def ablation_study(model: BertEncoder, tokenizer, parking: list[int], progress=N
     In-sample (ranked and judged on all pairs): the single-head ablation and the curves in the
     order it gives, its reverse and :data:`NUM_RANDOM_ORDERS` random orders. Held out: two
     :func:`split_study` folds (each half ranks, the other judges). And :func:`parking_check` for the
-    heads ``parking`` (flat indices: the census's [CLS]-parking heads), against random sets of heads
-    unmatched, matched by layer, and matched by layer and by the sign of their single removal.
+    heads ``parking`` (flat indices: the census's [CLS]-parking heads), against unmatched random sets.
     """
     pairs = load_sentence_pairs()
     batches = pair_batches(tokenizer, pairs)
@@ -357,16 +314,15 @@ def ablation_study(model: BertEncoder, tokenizer, parking: list[int], progress=N
     random_curves = [pruning_curve(model, batches, order, counts) for order in randoms]
     half_a, half_b = split_pairs(len(pairs))
     full = _quality(quality_with_heads(model, batches))
-    single_stored = np.array(_rounded(single["margin"]))  # as stored, so that --only parking redraws the same sets
     return {
         "description": "Head ablation of all-MiniLM-L6-v2 on mha/data/sentence_pairs.json, written by "
         "mha.chapters.pretrained_pruning.ablation_study (python scripts/make_ablation_cache.py). "
         "A removed head's context is zeroed before W_O. Head indices are flat: layer * H + head.",
         "model": PIP_REQUIREMENT,
         "pairs_sha256": pairs_digest(),
-        "seeds": {"split": SPLIT_SEED, "random_orders": RANDOM_SEED, "matched": MATCHED_SEED},
+        "seeds": {"split": SPLIT_SEED, "random_orders": RANDOM_SEED},
         "full": full,
-        "single_head": {"accuracy": _rounded(single["accuracy"]), "margin": single_stored.tolist()},
+        "single_head": {"accuracy": _rounded(single["accuracy"]), "margin": _rounded(single["margin"])},
         "pruning": _curves(model, batches, {"least harmful first": least, "most harmful first": least[::-1]}, counts),
         "random": {
             "orders": randoms,
@@ -377,7 +333,7 @@ def ablation_study(model: BertEncoder, tokenizer, parking: list[int], progress=N
             split_study(model, tokenizer, half_a, half_b, randoms, progress),
             split_study(model, tokenizer, half_b, half_a, randoms, progress),
         ],
-        "parking": parking_check(model, batches, parking, randoms, single_stored, full["margin"]),
+        "parking": parking_check(model, batches, parking, randoms),
     }
 
 
