@@ -511,3 +511,45 @@ def test_a_module_without_biases_is_judged_on_its_maths_and_told_of_both():
 
     verdict = build.check_multi_head_attention(NoBiasesNoScale)
     assert not verdict.ok and "not scaled" in said(verdict) and "needs its bias" in said(verdict), verdict
+
+
+class Fused(nn.Module):
+    """The layout of nn.MultiheadAttention and GPT-2: one projection to q, k and v, split after it."""
+
+    def __init__(self, d_model, num_heads, bias=True, merge_slip=False):
+        super().__init__()
+        self.num_heads, self.merge_slip = num_heads, merge_slip
+        self.c_attn = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def forward(self, query, key, value, mask=None):
+        d = query.shape[-1]
+        w, b = self.c_attn.weight, self.c_attn.bias
+        parts = [
+            F.linear(x, w[i * d : (i + 1) * d], None if b is None else b[i * d : (i + 1) * d])
+            for i, x in enumerate((query, key, value))
+        ]
+        q, k, v = (split(p, self.num_heads) for p in parts)
+        out, weights = attention(q, k, v, mask)
+        batch, heads, t, dh = out.shape
+        merged = out.reshape(batch, t, d) if self.merge_slip else merge(out)
+        return self.out_proj(merged), weights
+
+
+def test_a_module_with_one_fused_input_projection_is_judged_on_its_maths():
+    verdict = build.check_multi_head_attention(Fused)
+    assert verdict.ok and "one input projection, self.c_attn" in said(verdict), verdict
+    slipped = build.check_multi_head_attention(lambda d, h: Fused(d, h, merge_slip=True))
+    assert not slipped.ok and "tokens are mixed when the heads are merged" in said(slipped), slipped
+    bare = build.check_multi_head_attention(lambda d, h: Fused(d, h, bias=False))
+    assert not bare.ok and bare.first_error == "c_attn" and "self.c_attn needs its bias" in said(bare), bare
+    narrow = build.check_multi_head_attention(lambda d, h: type("Narrow", (Fused,), {})(d, h))
+    assert narrow.ok  # a subclass keeps the layout
+
+    class TooNarrow(Fused):
+        def __init__(self, d_model, num_heads):
+            super().__init__(d_model, num_heads)
+            self.c_attn = nn.Linear(d_model, 2 * d_model)
+
+    verdict = build.check_multi_head_attention(TooNarrow)
+    assert not verdict.ok and "self.c_attn must be nn.Linear(d_model, 3 * d_model)" in said(verdict), verdict

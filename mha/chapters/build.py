@@ -21,7 +21,7 @@ from .build_diagnosis import (
     changed_inputs,
     close,
     diagnose_weights,
-    read_pair,
+    read_returned,
     read_tensor,
     readable,
     run_learner,
@@ -128,12 +128,9 @@ def _attention_case(fn, title: str, where: str, q, k, v, mask) -> Verdict | None
     hint = _raised_hint(fn, problem, q, k, v, mask) if problem else None
     if hint:
         return wrong(title, "shapes", f"for {where}, {problem}: {hint}")
-    result, problem = (None, f"for {where}, {problem}") if problem else read_pair(result, f"for {where}")
-    if problem:
-        return malformed(title, problem)
-    changed = changed_inputs({"q": q, "k": k, "v": v, "mask": mask}, passed)
-    if changed:
-        return wrong(title, "inputs", f"for {where}: {changed}")
+    result, verdict = read_returned(title, where, result, problem, {"q": q, "k": k, "v": v, "mask": mask}, passed)
+    if verdict:
+        return verdict
     expected_out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # PyTorch's, True = may attend
     expected_w = attention_with_slip(q, k, v, mask)[1]
     shapes = tuple(tuple(r.shape) if isinstance(r, torch.Tensor) else None for r in result)
@@ -358,10 +355,11 @@ def check_multi_head_attention(cls) -> Verdict:
             return verdict
     if missing:  # the layout of the last case: every case builds the same class
         return wrong(title, missing[0], f"the computation is right without it, but {bias_note(missing)}")
+    fused = f" (one input projection, self.{params['fused']}, read as its in_proj: rows of q, k, v)"
     return right(
         title,
         "correct: equal to nn.MultiheadAttention with 3 heads and with 2, for self-attention, "
-        "cross-attention, a causal mask and a random one",
+        f"cross-attention, a causal mask and a random one{fused if params['fused'] else ''}",
     )
 
 
@@ -388,12 +386,9 @@ def _module_case(module, ref, params, title, where, b, t, s, d_model, num_heads,
         result, problem = run_learner(module, passed["query"], passed["key"], passed["value"], mask=passed["mask"])
     if problem and re.search(r"positional argument|multiple values for argument|unexpected keyword", problem):
         problem += ": forward takes (query, key, value, mask=None), as nn.MultiheadAttention's does"
-    result, problem = (None, f"for {where}, {problem}") if problem else read_pair(result, f"for {where}")
-    if problem:
-        return malformed(title, problem)
-    changed = changed_inputs(originals, passed)
-    if changed:
-        return wrong(title, "inputs", f"for {where}: {changed}")
+    result, verdict = read_returned(title, where, result, problem, originals, passed)
+    if verdict:
+        return verdict
     weights, problem = read_tensor("weights", result[1], expected_w.shape, allow_nan=True)
     found = tuple(result[1].shape) if isinstance(result[1], torch.Tensor) else None
     if problem and found == (b, t, s):

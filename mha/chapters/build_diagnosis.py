@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from .answers import Verdict, fit_to_page
+from .answers import Verdict, fit_to_page, malformed, wrong
 
 # ------------------------------------------------------------------------------------------------
 # Running the learner's code without letting it raise, and reading what it returned
@@ -101,6 +101,19 @@ def read_pair(result, where: str):
             f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
         )
         return None, f"{where}: return a pair (output, weights), found {found}"
+    return result, None
+
+
+def read_returned(title: str, where: str, result, problem, originals: dict, passed: dict):
+    """The learner's ``(output, weights)`` from ``run_learner``'s ``result, problem``, and ``None``; or
+    ``None`` and the verdict that ends the check: what raised, a result that is not a pair, or inputs
+    changed in place (``originals``: untouched copies of ``passed``, the tensors the learner was given)."""
+    result, problem = (None, f"for {where}, {problem}") if problem else read_pair(result, f"for {where}")
+    if problem:
+        return None, malformed(title, problem)
+    changed = changed_inputs(originals, passed)
+    if changed:
+        return None, wrong(title, "inputs", f"for {where}: {changed}")
     return result, None
 
 

@@ -173,43 +173,67 @@ def build_module(cls, ref: nn.MultiheadAttention, d_model: int):
         )
     if not isinstance(module, nn.Module):
         return None, None, ("module", f"the class must build an nn.Module, found {type(module).__name__}"), []
-    for name in PROJECTIONS:
+    fused = fused_projection(module)
+    for name in (fused, "out_proj") if fused else PROJECTIONS:
         layer = getattr(module, name, None)
-        if not isinstance(layer, nn.Linear) or (layer.in_features, layer.out_features) != (d_model, d_model):
+        width = 3 * d_model if name == fused else d_model
+        if not isinstance(layer, nn.Linear) or (layer.in_features, layer.out_features) != (d_model, width):
             found = type(layer).__name__ if layer is not None else "nothing"
             if isinstance(layer, nn.Linear):
                 found = f"nn.Linear({layer.in_features}, {layer.out_features})"
             hint = "out_proj is forgotten: " if name == "out_proj" and layer is None else ""
+            wanted = "3 * d_model" if name == fused else "d_model"
             return (
                 None,
                 None,
                 (
                     name,
-                    f"{hint}self.{name} must be nn.Linear(d_model, d_model) = nn.Linear({d_model}, {d_model}), "
+                    f"{hint}self.{name} must be nn.Linear(d_model, {wanted}) = nn.Linear({d_model}, {width}), "
                     f"found {found}",
                 ),
                 [],
             )
-    missing = [name for name in PROJECTIONS if getattr(module, name).bias is None]
+    layers = (fused, "out_proj") if fused else PROJECTIONS
+    missing = [name for name in layers if getattr(module, name).bias is None]
     with torch.no_grad():  # the reference of the learner's layout: no bias where theirs has none
         for name in missing:
             if name == "out_proj":
                 ref.out_proj.bias.zero_()
+            elif name == fused:
+                ref.in_proj_bias.zero_()
             else:
                 i = PROJECTIONS.index(name)
                 ref.in_proj_bias[i * d_model : (i + 1) * d_model] = 0
-    params = module_params(ref)
+    params = {**module_params(ref), "fused": fused}
     try:
         module = module.to(torch.float64).eval()
         with torch.no_grad():
-            for name in PROJECTIONS:
-                getattr(module, name).weight.copy_(params[f"{name}.weight"])
-                if name not in missing:
-                    getattr(module, name).bias.copy_(params[f"{name}.bias"])
+            if fused:  # nn.MultiheadAttention's own layout: the rows of q, then k, then v
+                getattr(module, fused).weight.copy_(ref.in_proj_weight)
+                if fused not in missing:
+                    getattr(module, fused).bias.copy_(ref.in_proj_bias)
+            for name in layers:
+                if name != fused:
+                    getattr(module, name).weight.copy_(params[f"{name}.weight"])
+                    if name not in missing:
+                        getattr(module, name).bias.copy_(params[f"{name}.bias"])
     except Exception as error:  # the learner's module: report it
         problem = f"copying nn.MultiheadAttention's weights in failed: {type(error).__name__}: “{error}”"
         return None, None, ("module", problem), []
     return module, params, None, missing
+
+
+#: Names a module may give one projection of the input to q, k and v together (``nn.Linear(D, 3·D)``):
+#: nn.MultiheadAttention's, and the usual ones of public implementations (GPT-2's ``c_attn``).
+FUSED_NAMES = ("in_proj", "qkv_proj", "qkv", "c_attn", "W_qkv")
+
+
+def fused_projection(module) -> str | None:
+    """The name of the module's one input projection (an ``nn.Linear`` under :data:`FUSED_NAMES`) when it
+    has no separate q_proj, k_proj and v_proj; None otherwise."""
+    if any(isinstance(getattr(module, name, None), nn.Linear) for name in PROJECTIONS[:3]):
+        return None
+    return next((name for name in FUSED_NAMES if isinstance(getattr(module, name, None), nn.Linear)), None)
 
 
 def bias_note(missing: list[str]) -> str:

@@ -27,7 +27,7 @@ from .build_diagnosis import (
     changed_inputs,
     close,
     diagnose_weights,
-    read_pair,
+    read_returned,
     read_tensor,
     readable,
     run_learner,
@@ -153,12 +153,9 @@ def _gqa_case(fn, title: str, where: str, q, k, v, mask) -> Verdict | None:
             f"to the H/G = {h // g} query heads of its group, k.repeat_interleave(H // G, dim=1), "
             "before the scores (G always divides H)",
         )
-    result, problem = (None, f"for {where}, {problem}") if problem else read_pair(result, f"for {where}")
-    if problem:
-        return malformed(title, problem)
-    changed = changed_inputs(originals, passed)
-    if changed:
-        return wrong(title, "inputs", f"for {where}: {changed}")
+    result, verdict = read_returned(title, where, result, problem, originals, passed)
+    if verdict:
+        return verdict
     expected_out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)  # (B, H, T, Dh)
     expected_w = _gqa(q, k, v, mask)[1]  # (B, H, T, S)
     shapes = tuple(tuple(r.shape) if isinstance(r, torch.Tensor) else None for r in result)
