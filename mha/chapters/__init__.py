@@ -30,7 +30,10 @@ CHAPTERS: dict[int, tuple[str, tuple[str, ...]]] = {
     8: ("book/08_head_count_experiments", ("head_count", "readout", "task")),
     9: ("book/09_merging_experiments", ("merging", "merge_exercises", "merge_folding", "merge_training", "task")),
     10: ("book/10_making_it_fast", ("perf", "perf_exercises", "perf_results", "perf_stats", "configs", "models")),
-    11: ("book/11_pretrained_heads", ("pretrained_analysis", "pretrained_pruning", "pretrained_twins", "tables")),
+    11: (
+        "book/11_pretrained_heads",
+        ("pretrained_analysis", "pretrained_controls", "pretrained_pruning", "pretrained_twins", "tables"),
+    ),
 }
 #: Modules that serve several chapters: the checkers' verdicts (``answers``), the small models the
 #: experiments train (``models``), the synthetic task (``task``) and the printed tables (``tables``).
