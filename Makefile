@@ -195,6 +195,7 @@ test-gpu: install
 
 budget: install
 	$(PY) scripts/reading_time.py --check
+	$(PY) scripts/sentence_length.py
 	$(PY) scripts/measure_budget.py
 
 clean:

@@ -3,8 +3,11 @@
 Usage: python scripts/reading_time.py [--check]
 
 The measure (issue 33; counted from what a reader sees on the rendered page without opening anything):
-  * prose: the words of the Markdown cells (or of a Markdown page), at 140 words a minute; a folded box
-    (a dropdown: "going further", an exercise's answer) is left out until the reader opens it;
+  * prose: the words of the Markdown cells (or of a Markdown page), at 140 words a minute;
+  * a folded box (a dropdown: "going further", an exercise's answer) counts at half its time (its words,
+    equations and figures), the rule of issue 45: a reader opens some boxes and not others, and half is
+    what one who opens every second box reads (leaving the boxes out, as issue 33 did, read 150 minutes
+    where a learner who opened some took longer; counting them in whole assumes every box is read);
   * code: the lines of code cells a reader sees unfolded (cells tagged remove-input, remove-cell,
     hide-input or hide-cell are folded or gone), at 10 lines a minute; the figures and explorers of a
     cell whose code is folded still count, unless its outputs are folded too;
@@ -41,12 +44,23 @@ IMAGE_MARKUP = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 DIRECTIVE = re.compile(r"^(`{3,}|:{3,})\{([\w-]+)\}")
 DISPLAY_MATH = re.compile(r"\$\$.*?\$\$|^(`{3,}|:{3,})\{math\}.*?^\1$", re.DOTALL | re.MULTILINE)
 MATH_BLOCK = re.compile(r"\$\$|^(`{3,}|:{3,})\{math\}", re.MULTILINE)
+#: The share of a folded box's time the measure counts (issue 45's rule: half).
+FOLDED_SHARE = 0.5
 
 
 def unfolded(markdown: str) -> str:
     """``markdown`` without its folded boxes (a ``dropdown`` directive, or any directive given
     ``:class: dropdown``): what a reader sees before opening anything."""
-    lines, kept, i = markdown.splitlines(), [], 0
+    return _split_folded(markdown)[0]
+
+
+def folded(markdown: str) -> str:
+    """The bodies of ``markdown``'s folded boxes (a box inside a folded box is part of its body)."""
+    return _split_folded(markdown)[1]
+
+
+def _split_folded(markdown: str) -> tuple[str, str]:
+    lines, kept, inside, i = markdown.splitlines(), [], [], 0
     while i < len(lines):
         match = DIRECTIVE.match(lines[i].strip())
         if match:
@@ -58,14 +72,15 @@ def unfolded(markdown: str) -> str:
                     break
                 options.append(option)
             if name == "dropdown" or any(o.startswith(":class:") and "dropdown" in o for o in options):
-                i += 1
+                i += 1 + len(options)
                 while i < len(lines) and lines[i].strip() != fence:
+                    inside.append(lines[i])
                     i += 1
                 i += 1
                 continue
         kept.append(lines[i])
         i += 1
-    return "\n".join(kept)
+    return "\n".join(kept), "\n".join(inside)
 
 
 def display_equations(markdown: str) -> int:
@@ -75,10 +90,16 @@ def display_equations(markdown: str) -> int:
     return dollars // 2 + sum(1 for m in matches if m)
 
 
-def _prose_words(markdown: str) -> tuple[int, int, int]:
+def _prose_words(markdown: str) -> tuple[float, float, float]:
     """Words of prose (directive and label lines left out), images and display equations in one
-    Markdown text, its folded boxes left out."""
-    markdown = unfolded(markdown)
+    Markdown text, its folded boxes counted at :data:`FOLDED_SHARE`."""
+    seen, inside = _split_folded(markdown)
+    counts = [a + FOLDED_SHARE * b for a, b in zip(_counted(seen), _counted(inside))]
+    return counts[0], counts[1], counts[2]
+
+
+def _counted(markdown: str) -> tuple[int, int, int]:
+    """Words, images and display equations of a text with no folded box."""
     equations = display_equations(markdown)
     markdown = DISPLAY_MATH.sub(" ", markdown)  # an equation is timed as one, not read as words
     words, images = 0, len(IMAGE.findall(markdown))
@@ -93,6 +114,12 @@ def _prose_words(markdown: str) -> tuple[int, int, int]:
         stripped = IMAGE_MARKUP.sub(" ", stripped)
         words += sum(1 for token in stripped.split() if any(ch.isalnum() for ch in token))
     return words, images, equations
+
+
+def page_counts_of_markdown(markdown: str) -> dict:
+    """:func:`page_counts` of a Markdown text."""
+    words, figures, equations = _prose_words(markdown)
+    return {"words": words, "figures": figures, "equations": equations}
 
 
 def page_counts(path: Path) -> dict:
@@ -193,8 +220,8 @@ def table(rows: list[dict]) -> str:
         lines.append(f"-- {caption}")
         for r in part:
             lines.append(
-                f"{Path(r['page']).name:28s} {r['words']:6d} {r['code_lines']:5d} {r['equations']:4d}"
-                f" {r['figures']:5d} {r['explorers']:5d} {r['minutes']:8.1f}"
+                f"{Path(r['page']).name:28s} {r['words']:6.0f} {r['code_lines']:5d} {r['equations']:4.0f}"
+                f" {r['figures']:5.0f} {r['explorers']:5d} {r['minutes']:8.1f}"
             )
         lines.append(f"{'   total, ' + caption:28s} {'':29s} {sum(r['minutes'] for r in part):8.1f}")
     lines.append(f"{'whole book':28s} {'':29s} {sum(r['minutes'] for r in rows):8.1f}")

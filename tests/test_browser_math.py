@@ -13,7 +13,8 @@ For every page of the table of contents, from the one visit each page gets (``te
   error, and none shows a backslash (TeX that was not read, like chapter 9's ``concat\\_lowrank``);
 * with every fold opened (exercise answers), at 390x844 and at 1280x900, no formula is clipped: a
   formula wider than its box sits in a box of its own that scrolls and shows it (a shadow on the side
-  where more is hidden, or a scrollbar); see ``browser_reading.CLIPPED_MATH``.
+  where more is hidden, or a scrollbar); see ``browser_reading.CLIPPED_MATH``. At 1280x900 none
+  scrolls either (issue 45): every formula and matrix fits the text column;
 
 And, without a browser, no built page of either edition holds a ``.katex-error``.
 """
@@ -96,6 +97,12 @@ def test_no_formula_is_clipped(page_name, edition, size, server, browser):  # no
     assert not found["uncued"], (
         f"{page_name} ({edition}, {size}): formulas that scroll without showing it: {found['uncued'][:3]}"
     )
+    if size == "desktop":  # issue 45: at 1280 px every formula and matrix fits the column (a phone may scroll)
+        assert not found["scrolling"], (
+            f"{page_name} ({edition}): {len(found['scrolling'])} formulas wider than the {found['column']}-px column "
+            f"at 1280 px (break them with aligned, or set matrices side by side only where they fit): "
+            f"{found['scrolling'][:3]}"
+        )
     if page_name == "book/notation":  # not vacuous: every formula of the page was measured
         assert found["formulas"] >= 100
 
@@ -162,6 +169,7 @@ def test_the_math_checks_catch_clipping_scripts_and_errors(browser, tmp_path):  
     assert facts["katexErrors"] == ["\\frac{"]
     assert [c["formula"][:4] for c in clipped["clipped"]] == ["x+x+"]
     assert [c["formula"][:4] for c in clipped["uncued"]] == ["x+x+"]
+    assert [c["formula"][:4] for c in clipped["scrolling"]] == ["x+x+"]  # what the 1280-px check fails
 
 
 def late_images_shift(browser, url: str, unsized: bool = False) -> float:  # noqa: F811

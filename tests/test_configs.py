@@ -565,10 +565,11 @@ def test_explorers_open_on_the_case_the_text_discusses():
     assert opening_kv == {
         "num_kv_heads": llama.kv_heads,
         "num_layers": llama.num_layers,
-        "batch_size": 1,
+        "batch_size": 8,  # not batch 1, whose 49,152 tokens are exercise 1's answer (issue 45)
         "precision": "fp16",
     }
     values = C.kv_explorer_values(**opening_kv)
-    assert values["max_context"] == 49_152 <= viz.configs.KV_EXPLORER_MAX_LEN  # the crossing is on the axis
+    assert values["max_context"] == 6_144 <= viz.configs.KV_EXPLORER_MAX_LEN  # the crossing is on the axis
+    assert values["max_context"] != C.kv_explorer_values(**{**opening_kv, "batch_size": 1})["max_context"]
     # not a flat line: the opening cache reaches the budget within the plotted range
     assert viz.configs.KV_EXPLORER_MAX_LEN * values["per_token"] > C.KV_EXPLORER_MODEL["budget_bytes"]

@@ -365,13 +365,6 @@ def test_split_alt_text():
     )
 
 
-def test_relations_refer_to_words():
-    for words, relations in single_head.RELATION_SENTENCES.values():
-        for query, key, kind in relations:
-            assert 0 <= query < len(words) and 0 <= key < len(words) and query != key
-            assert kind in single_head.RELATION_KINDS
-
-
 def test_figures():
     import matplotlib
 
@@ -380,7 +373,6 @@ def test_figures():
 
     for fig in (
         viz.single_head.render_split(0.2),
-        viz.single_head.render_relations(),
         viz.head_count.render_head_maps(8, seed=2),
         viz.head_count.plot_accuracy_vs_heads(),
         viz.head_count.plot_grid("linear"),

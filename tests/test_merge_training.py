@@ -219,7 +219,7 @@ def test_check_indistinguishable():
 
 
 def test_check_average_out_proj():
-    up = torch.tensor(X.EXERCISE_W_UP)
+    up = X.EXERCISE_W_UP.clone()
     assert X.check_average_out_proj(torch.cat([up, up]) / 2).ok
     assert X.check_average_out_proj((torch.cat([up, up]) / 2).tolist()).ok
     assert "sum" in repr(X.check_average_out_proj(torch.cat([up, up])))
@@ -229,6 +229,18 @@ def test_check_average_out_proj():
     for bad in ("W", float("nan"), [[float("nan")] * 4] * 4, [[1, 2], [3, 4]]):
         r = X.check_average_out_proj(bad)
         assert not r.ok and "w_o" in repr(r)
+
+
+def test_the_exercise_w_up_is_a_tensor_a_learner_can_concatenate():
+    """Issue 45: ``torch.cat([W_up, W_up])`` works as written; a learner's in-place change does not move the answer."""
+    w_up = X.EXERCISE_W_UP
+    assert isinstance(w_up, torch.Tensor) and w_up.shape == (2, 4)
+    answer = torch.cat([w_up, w_up]) / 2
+    try:
+        w_up.mul_(3)  # a learner scales the exercise's tensor in place
+        assert X.check_average_out_proj(answer).ok
+    finally:
+        w_up.div_(3)
 
 
 def test_check_solved_merges(runs):

@@ -40,15 +40,41 @@ def test_page_counts_follow_the_measure(tmp_path):
     path = tmp_path / "page.ipynb"
     nbformat.write(nb, path)
     counts = reading_time.page_counts(path)
-    # 402 words + "after the box" (3): the folded box's 50 words and its equation are not counted
-    assert (counts["words"], counts["code_lines"], counts["equations"]) == (405, 3, 2)
+    # 402 words + "after the box" (3), and the folded box at half: 25 of its 50 words, half its equation
+    assert (counts["words"], counts["code_lines"], counts["equations"]) == (430, 3, 2.5)
     assert (counts["figures"], counts["explorers"]) == (2, 1)
-    assert abs(counts["minutes"] - (405 / 140 + 3 / 10 + 2 * 0.5 + 2 * 1.5 + 1 * 2.0)) < 1e-9
+    assert abs(counts["minutes"] - (430 / 140 + 3 / 10 + 2.5 * 0.5 + 2 * 1.5 + 1 * 2.0)) < 1e-9
 
 
-def test_folded_boxes_are_left_out():
+def test_folded_boxes_are_set_apart():
     text = "seen\n:::{dropdown} Answer\nhidden words\n:::\nseen too\n````{note}\nshown\n````"
     assert reading_time.unfolded(text).split() == ["seen", "seen", "too", "````{note}", "shown", "````"]
+    assert reading_time.folded(text).split() == ["hidden", "words"]
+    boxed = "```{admonition} Going further\n:class: dropdown\nsix words of a folded box\n```\n"
+    assert reading_time.page_counts_of_markdown(boxed)["words"] == 6 * reading_time.FOLDED_SHARE
+
+
+def test_the_intro_states_the_measured_time():
+    """Issue 45: the first page's promise is the measure's core total (to the nearest 5 minutes), and the
+    for-teachers page states the measure's rule with the script's rates."""
+    import re
+
+    rows = reading_time.measure()
+    core = sum(r["minutes"] for r in rows if r["part"] == reading_time.CORE_PART)
+    intro = (ROOT / "book" / "intro.md").read_text(encoding="utf-8")
+    stated = re.findall(r"about (\d+) minutes of reading", intro)
+    assert stated == [str(5 * round(core / 5))], f"the intro states {stated} minutes; the measure reads {core:.1f}"
+    teachers = (ROOT / "chapters" / "for_teachers.md").read_text(encoding="utf-8")
+    rule = " ".join(teachers.split("(course-time)=", 1)[1].split("(source-corrections)=", 1)[0].split())
+    assert f"prose at {reading_time.WORDS_PER_MINUTE} words a minute" in rule
+    assert f"visible code at {reading_time.CODE_LINES_PER_MINUTE} lines a minute" in rule
+    assert "half a minute for each display equation" in rule and reading_time.MINUTES_PER_EQUATION == 0.5
+    assert f"{reading_time.MINUTES_PER_FIGURE} minutes for each figure" in rule
+    assert f"{reading_time.MINUTES_PER_EXPLORER:.0f} for each explorer" in rule
+    assert "at half its content" in rule and reading_time.FOLDED_SHARE == 0.5
+    assert f"The budget is {reading_time.CORE_BUDGET:.0f} minutes for the core" in rule
+    assert f"{reading_time.CORE_CHAPTER_BUDGET:.0f} for each of its chapters" in rule
+    assert f"{reading_time.DEEP_DIVE_BUDGET:.0f} for each deep dive" in rule
 
 
 def test_over_budget_names_each_excess():

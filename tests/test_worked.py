@@ -307,8 +307,15 @@ def test_show_displays_each_matrix_once(monkeypatch, capsys):
     ex = mha.worked_example()
     viz.worked.show(ex, "qkv")
     assert capsys.readouterr().out == ""  # nothing printed besides the displays
-    assert [m.text for m in shown] == [m.text for m in viz.worked.matrices(ex, "qkv")]
+    each = {m.text for m in viz.worked.matrices(ex, "qkv")}
+    texts = [t for m in shown for t in m.text.split("\n\n")]
+    assert sorted(texts) == sorted(each)  # every matrix once
     assert all(m._repr_latex_().startswith("$$") and repr(m) == m.text for m in shown)
+    # compared matrices side by side (issue 45): [Q_1, K_1], [Q_2, K_2], [V_1, V_2]
+    names = [[line.split("  (")[0] for line in m.text.split("\n") if "(5 x 4)" in line] for m in shown]
+    assert names == [["Q head 1", "K head 1"], ["Q head 2", "K head 2"], ["V head 1", "V head 2"]]
+    assert all(m._repr_latex_().count(r"\begin{array}") == 2 for m in shown)
+    assert [len(viz.worked.displayed(ex, s)) for s in ("weights_in", "scores", "weights", "output")] == [3, 2, 2, 1]
 
 
 def test_errors():

@@ -21,8 +21,11 @@ from . import merge_training
 from .answers import Report, Verdict, close, read_numbers
 from .merging import STRATEGIES, merge_params, mix_heads
 
-#: Exercise 3's up-projection W_up (d_k = 2 rows, d_model = 4 columns, the formula's layout), h = 2.
-EXERCISE_W_UP = ((1.0, 0.0, 2.0, 0.0), (0.0, 1.0, 0.0, -1.0))
+_W_UP_ROWS = ((1.0, 0.0, 2.0, 0.0), (0.0, 1.0, 0.0, -1.0))
+#: Exercise 3's up-projection W_up (d_k = 2 rows, d_model = 4 columns, the formula's layout), h = 2: a
+#: float64 tensor, so that ``torch.cat([W_up, W_up])`` works as a learner writes it. The checker reads
+#: its own copy of the values: a learner who changes this tensor in place is still judged on the exercise's.
+EXERCISE_W_UP = torch.tensor(_W_UP_ROWS, dtype=torch.float64)
 EXERCISE_HEADS = 2
 
 
@@ -114,10 +117,11 @@ def _rows(value) -> bool:
         return False
 
 
-def check_average_out_proj(w_o, w_up=EXERCISE_W_UP, num_heads: int = EXERCISE_HEADS) -> Verdict:
+def check_average_out_proj(w_o, w_up=None, num_heads: int = EXERCISE_HEADS) -> Verdict:
     """Check exercise 3: the W^O (formula layout, h·d_k rows x d_model columns) with which
-    ``Concat(H) W^O`` equals the average of the heads times ``w_up`` (d_k x d_model)."""
-    up = torch.tensor(w_up, dtype=torch.float64)  # (Dh, D)
+    ``Concat(H) W^O`` equals the average of the heads times ``w_up`` (d_k x d_model; by default the
+    exercise's :data:`EXERCISE_W_UP`)."""
+    up = torch.as_tensor(_W_UP_ROWS if w_up is None else w_up, dtype=torch.float64).clone()  # (Dh, D)
     head_dim, d_model = up.shape
     report = Report(f"W^O for averaging {num_heads} heads, then W_up ({head_dim} x {d_model})")
     mine, problem = read_numbers("w_o", w_o, (num_heads * head_dim, d_model))

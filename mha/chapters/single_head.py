@@ -154,28 +154,6 @@ def split_alt(split: float = 0.5) -> str:
     )
 
 
-#: Relations a reader finds in the chapter's two sentences: (query word, attended word, relation).
-#: Indices are word positions. One colour per kind of relation.
-RELATION_SENTENCES = {
-    "cat chases mouse": (
-        ("cat", "chases", "mouse"),
-        ((1, 0, "subject"), (1, 2, "object"), (2, 1, "previous word")),
-    ),
-    "The animal didn't cross the street because it was too tired": (
-        ("The", "animal", "didn't", "cross", "the", "street", "because", "it", "was", "too", "tired"),
-        (
-            (7, 1, "coreference"),
-            (3, 1, "subject"),
-            (3, 5, "object"),
-            (10, 7, "modifier"),
-            (6, 10, "cause"),
-            (6, 3, "cause"),
-        ),
-    ),
-}
-RELATION_KINDS = ("subject", "object", "coreference", "modifier", "cause", "previous word")
-
-
 # --------------------------------------------------------------------------------------------
 # Exercises
 # --------------------------------------------------------------------------------------------

@@ -265,7 +265,7 @@ KV_EXPLORER_MAX_LEN = 65536
 COST_CONTROLS = {"d_model": [768, 1536], "num_heads": [1, 3, 12], "seq_len": [1024, 4608]}
 KV_CONTROLS = {"num_kv_heads": [1, 8, 32], "num_layers": [32, 80], "batch_size": [1, 8], "precision": ["fp16", "8-bit"]}
 COST_INITIAL = {"d_model": 768, "num_heads": 12, "seq_len": 1024}
-KV_INITIAL = {"num_kv_heads": 32, "num_layers": 32, "batch_size": 1, "precision": "fp16"}
+KV_INITIAL = {"num_kv_heads": 32, "num_layers": 32, "batch_size": 8, "precision": "fp16"}
 #: What the reader sees for each control: the words, with the symbol of the text and the unit.
 LABELS = {
     "d_model": "model width d_model",
@@ -337,7 +337,7 @@ def cost_explorer():
 def kv_explorer():
     """Chapter 5's second explorer: the KV cache against the context, and what fits in 24 GiB.
 
-    It opens on Llama 2 7B's cache in fp16, batch 1 (``KV_INITIAL``).
+    It opens on Llama 2 7B's cache in fp16, batch 8 (``KV_INITIAL``): not on exercise 1's answer.
     """
     from .widgets import explorer
 

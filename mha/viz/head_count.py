@@ -35,9 +35,9 @@ def _maps_title(num_heads: int, seed: int) -> str:
 #: The maps' canvas (inches), the same for every number of heads, so that no frame of the explorer
 #: is mostly blank: 1 head fills it, 2 heads share it side by side, 4 and 8 in two rows.
 MAPS_SIZE = (8.2, 5.6)
-#: Token labels on the maps, in points: 9.4 CSS px in a frame stored at 80 dpi (an 8.2-inch frame
-#: is shown at full size in the book's column).
-MAPS_LABEL_PT = 8.5
+#: Token labels on the maps, in points: 11 CSS px in a frame stored at 80 dpi (an 8.2-inch frame
+#: is shown at full size in the book's column); 8.5 pt (9.4 px) read as tiny to a learner (issue 45).
+MAPS_LABEL_PT = 10
 
 
 def render_head_maps(num_heads: int = 2, seed: int = 0):

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.lines import Line2D
 
-from ..chapters.single_head import FEATURES, QUERY, RELATION_KINDS, RELATION_SENTENCES, SENTENCE, two_sentences
+from ..chapters.single_head import FEATURES, QUERY, SENTENCE, two_sentences
 from .artists import heatmap_artists, set_heatmap, spines
 from .live import LiveFigure
-from .plotting import HEAD_COLORS, contrast_color, head_color, plot_attention
+from .plotting import HEAD_COLORS, contrast_color, plot_attention
 
 
 def _split_text(split: float) -> str:
@@ -67,40 +66,3 @@ class SplitPlot(LiveFigure):
     def artists(self, fig):
         ax_w, ax_out = fig.axes[:2]
         return [*heatmap_artists(ax_w), ax_w.title, *ax_out.patches, ax_out.title, ax_out.get_legend(), *spines(ax_out)]
-
-
-def render_relations():
-    """Figure: the relations in the chapter's two sentences, one colour per kind of relation.
-
-    Each arc starts at the word that needs the information (the query) and ends, with an arrow,
-    at the word it needs (the key).
-    """
-    colors = {kind: head_color(i) for i, kind in enumerate(RELATION_KINDS)}
-    fig, axes = plt.subplots(2, 1, figsize=(8.2, 4.6), gridspec_kw={"height_ratios": [1, 1.4]})
-    t = np.linspace(0.0, 1.0, 60)
-    for ax, (title, (words, relations)) in zip(axes, RELATION_SENTENCES.items()):
-        for i, word in enumerate(words):
-            ax.text(i, 0, word, ha="center", va="top", fontsize=10)
-        top = 0.0
-        for query, key, kind in relations:
-            # an arch from the query word to the key word; leftward arcs a little higher, so a
-            # pair of words linked both ways shows two arcs
-            height = 0.3 * abs(query - key) + (0.15 if query > key else 0.0)
-            x = query + (key - query) * t
-            y = 0.1 + height * np.sin(np.pi * t)
-            ax.plot(x[:-3], y[:-3], color=colors[kind], lw=2.0)
-            ax.annotate(
-                "",
-                xy=(x[-1], y[-1]),
-                xytext=(x[-4], y[-4]),
-                arrowprops={"arrowstyle": "-|>", "color": colors[kind], "lw": 2.0},
-            )
-            top = max(top, 0.1 + height)
-        ax.set_xlim(-0.7, len(words) - 0.3)
-        ax.set_ylim(-0.35, top + 0.1)
-        ax.set_title(f'"{title}"', fontsize=10)
-        ax.axis("off")
-    handles = [Line2D([0], [0], color=colors[k], lw=2.5) for k in RELATION_KINDS]
-    fig.legend(handles, RELATION_KINDS, loc="lower center", ncol=len(RELATION_KINDS), fontsize=10)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
-    return fig

@@ -77,7 +77,10 @@ def to_latex(m, name: str, row_labels=None, col_labels=None, *, row_sums: bool =
     """
     rows = _cells(m, row_sums)
     sums = [row.pop() for row in rows] if row_sums else None
-    small = r"\small " if sum(len(c) for c in rows[0]) > 30 else ""  # 8 columns of 3 decimals: smaller type
+    # wide rows in smaller type, so that 8 columns of 3 decimals fit the book's column at 1280 px
+    # (MultiHead(X) was 705 px wide in \small, the column 688 px)
+    chars = sum(len(c) for c in rows[0])
+    small = r"\footnotesize " if chars > 40 else r"\small " if chars > 30 else ""
     if row_labels is None and col_labels is None:
         body = r" \\ ".join(" & ".join(row) for row in rows)
         latex = small + rf"{name} = \begin{{bmatrix}} {body} \end{{bmatrix}}"
@@ -190,12 +193,44 @@ def matrices(example: WorkedExample, step: str) -> list[Matrix]:
     )
 
 
+class MatrixRow:
+    """Matrices that are read together (one head's W^Q, W^K, W^V), typeset side by side in one display;
+    their text forms one under the other."""
+
+    def __init__(self, items: list[Matrix]):
+        self.items = list(items)
+        self.text = "\n\n".join(m.text for m in self.items)
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_latex_(self) -> str:
+        return "$$ " + r" \qquad ".join(m.latex for m in self.items) + " $$"
+
+
+#: The steps whose matrices stand in pairs, side by side, as the text compares them: each head's query
+#: and key matrices (the text: "the query of position p and the key of position p - 1 point the same
+#: way"), then the two heads' value matrices (the same in both heads). Two 8 x 4 matrices fit the book's
+#: 688-px column at 1280 px (tests/test_browser_math.py); three, or two 5 x 5 score matrices, do not.
+SIDE_BY_SIDE = ("weights_in", "qkv")
+
+
+def displayed(example: WorkedExample, step: str) -> list:
+    """What :func:`show` displays for ``step``: its matrices, paired by :data:`SIDE_BY_SIDE` as
+    ``[Q_1, K_1], [Q_2, K_2], [V_1, V_2]``, or one by one."""
+    items = matrices(example, step)
+    if step not in SIDE_BY_SIDE:
+        return items
+    q, k, v = (items[n::3] for n in range(3))  # matrices() gives head 1's q, k, v, then head 2's
+    return [MatrixRow([q[h], k[h]]) for h in range(example.num_heads)] + [MatrixRow(v)]
+
+
 def show(example: WorkedExample, step: str) -> None:
-    """Display one step's matrices, once each: the book typesets them (LaTeX), and their plain-text
-    form, made from the same numbers, is what nbval compares."""
+    """Display one step's matrices, once each: the book typesets them (LaTeX), side by side where they are
+    read together, and their plain-text form, made from the same numbers, is what nbval compares."""
     from IPython.display import display
 
-    for m in matrices(example, step):
+    for m in displayed(example, step):
         display(m)
 
 
