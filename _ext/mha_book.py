@@ -233,6 +233,50 @@ def wait_for_first_tables(body: str) -> str | None:
     return body[: ends[-1]] + FIRST_SCREEN_END + body[ends[-1] :] if ends else None
 
 
+#: Punctuation that may not start a line, bound to the inline formula before it (English and
+#: full-width Chinese), and opening brackets bound to the formula after them.
+CLOSING = ",.;:!?)]}%\u2019\u201d\uff0c\u3002\uff1a\uff1b\uff09\u3001\uff01\uff1f\u300d\u300f\u300b\u3011"
+OPENING = "([{\u2018\u201c\uff08\u300c\u300e\u300a\u3010"
+INLINE_MATH = re.compile(r'<span class="math[" ]')
+SPAN_TAG = re.compile(r"<span\b|</span>")
+#: What binds a formula to its punctuation: mha_book.css keeps it on one line.
+BIND = '<span class="mha-bind">'
+
+
+def _span_end(body: str, start: int) -> int:
+    depth = 0
+    for tag in SPAN_TAG.finditer(body, start):
+        depth += 1 if tag.group(0) == "<span" else -1
+        if depth == 0:
+            return tag.end()
+    return -1
+
+
+def bind_punctuation(body: str) -> str:
+    """Keeps the punctuation after an inline formula (and an opening bracket before it) on the
+    formula's line: a formula is an unbreakable box, and the browser would otherwise start a line
+    with the comma or the full-width 。 that follows it ("(8 × 4" then ")")."""
+    out, last = [], 0
+    for match in INLINE_MATH.finditer(body):
+        start = match.start()
+        if start < last:
+            continue  # inside a formula already bound
+        end = _span_end(body, start)
+        if end < 0:
+            break
+        after = end
+        while after < len(body) and body[after] in CLOSING:
+            after += 1
+        before = start
+        while before > last and body[before - 1] in OPENING:
+            before -= 1
+        if after == end and before == start:
+            continue
+        out.append(body[last:before] + BIND + body[before:after] + "</span>")
+        last = after
+    return "".join(out) + body[last:]
+
+
 def fix_body(app, pagename, templatename, context, doctree) -> None:
     body = context.get("body")
     if body:
@@ -240,7 +284,7 @@ def fix_body(app, pagename, templatename, context, doctree) -> None:
             body = body.replace(old, new)
         images = getattr(app.builder, "images", {})  # source path (from srcdir) -> its name in _images/
         files = {name: Path(app.srcdir) / source for source, name in images.items()}
-        body = size_images(add_code_seams(body), files)
+        body = bind_punctuation(size_images(add_code_seams(body), files))
         waiting = wait_for_first_tables(body)
         if waiting is not None:
             body = waiting

@@ -354,16 +354,26 @@ def stored_verdicts(path: Path, language: str) -> dict[str, str]:
     return table
 
 
+#: The class of a checker verdict's output on the page (mha_book.css wraps it on a phone).
+VERDICT_CLASS = "mha-verdict"
+#: The edition whose stored verdicts name the English ones (every verdict stores each edition's text).
+VERDICT_EDITION = "zh_CN"
+
+
 def translate_verdicts(app, doctree, docname) -> None:
-    """Shows each stored checker verdict in this edition's language (the Chinese one: 中文判定)."""
+    """Marks each stored checker verdict (``VERDICT_CLASS``) and shows it in this edition's language
+    (the Chinese one: 中文判定)."""
     language = edition(app)
     path = Path(app.env.doc2path(docname))
-    if language == "en" or path.suffix != ".ipynb":
+    if path.suffix != ".ipynb":
         return
-    table = stored_verdicts(path, language)
+    table = stored_verdicts(path, VERDICT_EDITION if language == "en" else language)
     for block in list(doctree.findall(nodes.literal_block)) if table else ():
         text = table.get(block.astext().strip())
-        if text is not None:
+        if text is None:
+            continue
+        block["classes"].append(VERDICT_CLASS)
+        if language != "en":
             block.children = []
             block += nodes.Text(text)
             block.rawsource = text

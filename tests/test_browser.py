@@ -220,8 +220,11 @@ PAGE_FACTS = r"""() => {
     // what a formula shows (not its TeX): a backslash there is TeX that was not read ("concat\_lowrank")
     backslashes: Array.from(document.querySelectorAll(".katex-html")).map(e => e.textContent)
       .filter(text => text.includes("\\")).map(text => text.slice(0, 60)),
-    mathStyles: Array.from(document.querySelectorAll('link[rel="stylesheet"]')).map(l => l.href)
-      .filter(href => /katex/.test(href)),
+    // the stylesheets that hold KaTeX's rules (the build merges a page's sheets into one: mha_speed.py)
+    mathStyles: Array.from(document.styleSheets).filter(sheet => {
+      try { return Array.from(sheet.cssRules).some(r => /\.katex[ ,.{>-]/.test(r.cssText)); }
+      catch (e) { return false; }
+    }).map(sheet => sheet.href),
     brokenImages: images.filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute("src").slice(0, 80)),
     images: images.length,
     widgetViews: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
@@ -252,6 +255,14 @@ WIDE_BLOCKS = r"""() => {
   }
   return wide;
 }"""
+
+#: Every image the page loads lazily (below its first screen, _ext/mha_speed.py) asked for now, so that
+#: the checks below see each one loaded or broken; resolves when all have loaded or failed.
+LOAD_LAZY_IMAGES = r"""() => Promise.all(Array.from(document.querySelectorAll("img")).map(img => {
+  img.loading = "eager";
+  return img.complete ? null : new Promise(done => { img.addEventListener("load", done);
+                                                      img.addEventListener("error", done); });
+}))"""
 
 #: A math engine's global, which a page that typesets in the browser defines.
 MATH_GLOBALS = "() => ['MathJax', 'katex', 'renderMathInElement'].filter(name => name in window)"
@@ -323,6 +334,7 @@ def visit(browser, url: str, screenshot: Path | None = None, reading: dict | Non
     try:
         page.goto(url, wait_until="load")
         _typeset(page)
+        page.evaluate(LOAD_LAZY_IMAGES)
         page.wait_for_load_state("networkidle")
         facts = page.evaluate(PAGE_FACTS)
         facts["mathPerf"] = page.evaluate(measure_math.PERF_FACTS, measure_math.MATH_SCRIPT)

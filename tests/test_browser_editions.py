@@ -50,8 +50,11 @@ def computed_parts(page_html: str) -> dict[str, list[str]]:
     }
 
 
-def frame_bytes(uri: str) -> bytes:
-    return base64.b64decode(FRAME_URI.fullmatch(uri).group(1))
+def frame_bytes(uri: str, page_folder: Path) -> bytes:
+    """A frame's bytes: a file beside the page (the build writes each frame to one, _ext/mha_speed.py),
+    or the data URI an explorer's own HTML holds."""
+    data = FRAME_URI.fullmatch(uri)
+    return base64.b64decode(data.group(1)) if data else (page_folder / uri).read_bytes()
 
 
 def twin(kind: str, english: bytes) -> bytes:
@@ -97,7 +100,7 @@ def test_the_chinese_edition_shows_every_figure_and_frame_in_chinese(page):
         english, chinese = (base["en"] / a).read_bytes(), (base["zh_CN"] / b).read_bytes()
         assert chinese != english and chinese == twin("figures", english), f"{page}: {b} is not the Chinese twin"
     for i, (a, b) in enumerate(zip(en["frames"], zh["frames"])):
-        english, chinese = frame_bytes(a), frame_bytes(b)
+        english, chinese = frame_bytes(a, base["en"]), frame_bytes(b, base["zh_CN"])
         assert chinese != english and chinese == twin("frames", english), f"{page}: frame {i} is not its twin"
 
 

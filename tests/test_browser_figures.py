@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_browser import BUILD, EDITIONS, ROOT, toc_pages
+from test_browser import BUILD, EDITIONS, LOAD_LAZY_IMAGES, ROOT, toc_pages
 from test_browser import browser as browser  # noqa: F401  (the fixtures, shared)
 from test_browser import server as server  # noqa: F401
 from test_figure_text import PATH_LIKE
@@ -101,6 +101,7 @@ def open_page(browser, server, page: str, width: int, height: int):
     tab = browser.new_page(viewport={"width": width, "height": height})
     tab.goto(f"{server}/{EDITIONS['en']}/{page}.html")
     tab.wait_for_load_state("load")
+    tab.evaluate(LOAD_LAZY_IMAGES)
     return tab
 
 

@@ -33,7 +33,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_browser import EDITIONS, ROOT, serve, toc_pages
+from test_browser import EDITIONS, LOAD_LAZY_IMAGES, ROOT, serve, toc_pages
 from test_browser import browser as browser  # noqa: F401  (the fixtures, shared)
 from test_browser import server as server  # noqa: F401
 from test_browser_figures import stored_figure_metadata
@@ -148,6 +148,11 @@ FIGURES = r"""() => Array.from(document.querySelectorAll("main img")).filter(img
   };
 })"""
 
+#: Each checker verdict's output (the build marks it .mha-verdict): its box and its content's width.
+VERDICTS = r"""() => Array.from(document.querySelectorAll("main .mha-verdict pre")).map(pre => ({
+  box: pre.clientWidth, content: pre.scrollWidth, text: pre.textContent.trim().slice(0, 60),
+}))"""
+
 #: Per explorer control row with a dropdown: what is visible beside the dropdown (an echo of its value?).
 DROPDOWN_ECHOES = r"""() => Array.from(document.querySelectorAll("figure.mha-explorer select")).map(select => {
   const row = select.closest(".mha-explorer-control") || select.parentElement;
@@ -238,8 +243,10 @@ def phone_page(browser, server, edition: str, page_name: str) -> dict:  # noqa: 
         context, page, console = new_tab(browser)
         try:
             page.goto(f"{server}/{EDITIONS[edition]}/{page_name}.html", wait_until="load")
+            page.evaluate(LOAD_LAZY_IMAGES)
             page.wait_for_load_state("networkidle")
             facts = page.evaluate(PHONE_FACTS)
+            facts["verdicts"] = page.evaluate(VERDICTS)
             facts["figures"] = page.evaluate(FIGURES)
             facts["dropdowns"] = page.evaluate(DROPDOWN_ECHOES)
             facts["console"] = list(console)
@@ -255,6 +262,17 @@ def test_nothing_is_cut_off_on_a_phone(page_name, edition, server, browser):  # 
     facts = phone_page(browser, server, edition, page_name)
     assert not facts["cut"], f"{page_name} ({edition}): cut off at 390 px, with no way to scroll: {facts['cut'][:3]}"
     assert facts["pageWidth"] <= PHONE["width"], f"{page_name} ({edition}): the page scrolls sideways"
+
+
+@pytest.mark.parametrize("edition", list(EDITIONS))
+@pytest.mark.parametrize("page_name", PAGES)
+def test_a_verdict_wraps_on_a_phone(page_name, edition, server, browser):  # noqa: F811
+    """A checker's verdict is read whole at 390 px: its lines wrap, nothing scrolls sideways (issue 46)."""
+    verdicts = phone_page(browser, server, edition, page_name)["verdicts"]
+    scrolling = [v for v in verdicts if v["content"] > v["box"] + 1]
+    assert not scrolling, f"{page_name} ({edition}): {len(scrolling)} verdicts scroll sideways: {scrolling[:2]}"
+    if page_name == "book/04_build_it_yourself":  # not vacuous: chapter 4 shows its checkers' verdicts
+        assert len(verdicts) >= 6, f"{page_name} ({edition}): only {len(verdicts)} verdicts marked"
 
 
 @pytest.mark.parametrize("edition", list(EDITIONS))

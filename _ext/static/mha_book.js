@@ -23,6 +23,10 @@
  *   when the box changes size;
  * - a figure shown at full size does not offer to be enlarged (.mha-full-size: mha_book.css's
  *   "Tap to enlarge" line stays, empty).
+ *
+ * An explorer's frames are files (_ext/mha_speed.py): when an explorer comes within a screen of
+ * the view, its other frames are fetched into the browser's cache, so a control answers at once
+ * without the page having carried them all.
  */
 (function () {
   "use strict";
@@ -75,7 +79,8 @@
       toggles[toggles.length - 1].click();
     }
     var target = document.querySelector("#pst-primary-sidebar-modal[open] nav.bd-docs-nav") || nav;
-    var link = target.querySelector("a.current, a");
+    // the current chapter's link (a selector list would return whichever comes first: the title)
+    var link = target.querySelector("a.current") || target.querySelector("a");
     if (link) link.focus();
   }
 
@@ -149,7 +154,45 @@
     }
   }
 
+  function prefetchFrames(root) {
+    var data = document.getElementById(root.id + "-data");
+    if (!data || root.getAttribute("data-fetched")) return;
+    root.setAttribute("data-fetched", "1");
+    var frames = JSON.parse(data.textContent).frames || [];
+    for (var i = 0; i < frames.length; i++) {
+      if (!/^data:/.test(frames[i])) new Image().src = frames[i];
+    }
+  }
+
+  function fetchFramesNearTheScreen() {
+    var explorers = document.querySelectorAll("figure.mha-explorer");
+    if (!window.IntersectionObserver) {
+      for (var i = 0; i < explorers.length; i++) prefetchFrames(explorers[i]);
+      return;
+    }
+    var observer = new IntersectionObserver(function (entries) {
+      for (var e = 0; e < entries.length; e++) {
+        if (entries[e].isIntersecting) {
+          prefetchFrames(entries[e].target);
+          observer.unobserve(entries[e].target);
+        }
+      }
+    }, { rootMargin: "100% 0px" });
+    for (var j = 0; j < explorers.length; j++) observer.observe(explorers[j]);
+  }
+
+  // The link to the other edition keeps the reader's section (both editions share the sections' ids).
+  function keepSection() {
+    var link = document.querySelector("p.mha-other-edition a");
+    if (!link) return;
+    link.addEventListener("click", function () {
+      link.href = link.href.split("#")[0] + window.location.hash;
+    });
+  }
+
   function setUp() {
+    keepSection();
+    fetchFramesNearTheScreen();
     markScrollingTables();
     markFullSizeFigures();
     bindToggles(".primary-toggle");

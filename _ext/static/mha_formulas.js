@@ -13,25 +13,37 @@
 
   var SELECTOR = "div.math > .katex-display, span.math";
 
-  function mark(box) {
-    // KaTeX's sub- and superscripts reach 2 px past their formula (its fix for Safari): not a scroll
-    if (box.scrollWidth > box.clientWidth + 3) {
-      box.setAttribute("tabindex", "0");
-    } else if (box.getAttribute("tabindex") === "0") {
-      box.removeAttribute("tabindex");
+  // KaTeX's sub- and superscripts reach 2 px past their formula (its fix for Safari): not a scroll.
+  // A formula is not a scroll box at all unless it is wider than that (mha_book.css): Chromium
+  // would make every scroll box a Tab stop, whatever its tabindex. An inline formula starts as one
+  // that fits (it rarely is wider than a line), a display formula as one that scrolls (many are, on a
+  // phone), so that none spills past the column before this script has run. All boxes are measured
+  // first and changed after, so that the page is laid out once, not once a formula.
+  function markAll(boxes) {
+    var wide = [];
+    for (var i = 0; i < boxes.length; i++) wide.push(boxes[i].scrollWidth > boxes[i].clientWidth + 3);
+    for (var j = 0; j < boxes.length; j++) {
+      var box = boxes[j];
+      // an inline formula scrolls only when marked; a display formula until marked as fitting
+      var display = box.classList.contains("katex-display");
+      var name = display ? "mha-math-fits" : "mha-math-scrolls";
+      var on = display ? !wide[j] : wide[j];
+      if (box.classList.contains(name) !== on) box.classList.toggle(name, on);
+      if (wide[j]) {
+        if (box.getAttribute("tabindex") !== "0") box.setAttribute("tabindex", "0");
+      } else if (box.getAttribute("tabindex") === "0") {
+        box.removeAttribute("tabindex");
+      }
     }
   }
 
   function setUp() {
-    var boxes = document.querySelectorAll(SELECTOR);
-    var markAll = function () {
-      for (var i = 0; i < boxes.length; i++) mark(boxes[i]);
-    };
-    markAll();
-    if (document.fonts && document.fonts.ready) document.fonts.ready.then(markAll);
+    var boxes = Array.prototype.slice.call(document.querySelectorAll(SELECTOR));
+    markAll(boxes);
+    if (document.fonts && document.fonts.ready) document.fonts.ready.then(function () { markAll(boxes); });
     if (!window.ResizeObserver) return;
     var observer = new ResizeObserver(function (entries) {
-      for (var j = 0; j < entries.length; j++) mark(entries[j].target);
+      markAll(entries.map(function (entry) { return entry.target; }));
     });
     for (var k = 0; k < boxes.length; k++) observer.observe(boxes[k]);
   }

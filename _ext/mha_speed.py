@@ -1,0 +1,179 @@
+"""Pages a phone shows at once (loaded from _config.yml: local_extensions).
+
+Measured with ``scripts/measure_pages.py`` (a phone on Lighthouse's slow network, gzip as a static
+host sends it), in both editions:
+
+* **Nothing but the page's CSS blocks the first paint.** The head's scripts are deferred (they ran
+  before the page was drawn; each waited a round trip), Sphinx's small ``documentation_options.js``
+  is written into the page (an inline script after it reads it), and the search index
+  (``searchindex.js``, 90 kB, 155 kB in Chinese) with its tools is loaded by the search page only:
+  the theme's search field sends its query there (``search_as_you_type`` is off).
+* **One stylesheet.** The head's 12 stylesheets and ``theme.css``'s ``@import`` become one file per
+  set of sheets, named by its content (``_static/mha-page-<hash>.css``), each ``url()`` rewritten
+  for its new place.
+* **Explorer frames as files.** An explorer's frames were base64 data in the page (0.46-0.51 MB of a
+  chapter's HTML, which compresses badly and arrived before the text below it). Each frame is now a
+  file, ``_images/frames/<hash>.<ext>``, named by its bytes, so the two editions share the frames
+  they have in common and a reader's cache keeps them; ``mha_book.js`` fetches an explorer's frames
+  when it comes near the screen, so a control still answers at once.
+* **Images below the first screen load lazily** (``loading="lazy"``): an image counts as below
+  when more than ``FIRST_SCREEN_COLUMNS`` display columns of text come before it. Every image keeps
+  its width and height, so nothing moves when it arrives.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from mha_book import text_columns
+
+#: The search page's own scripts, which other pages no longer load.
+SEARCH_SCRIPTS = ("searchtools.js", "language_data.js", "searchindex.js")
+#: A script element of the head that names a file.
+SCRIPT = re.compile(r'<script(?P<attrs>[^>]*?)\ssrc="(?P<src>[^"]+)"(?P<rest>[^>]*)></script>')
+STYLESHEET = re.compile(r'<link(?=[^>]*\brel="stylesheet")[^>]*\bhref="(?P<href>[^"]+)"[^>]*/?>\s*')
+IMPORT = re.compile(r'@import\s+(?:url\()?\s*["\']?(?P<ref>[^"\')\s;]+)["\']?\s*\)?\s*;')
+URL = re.compile(r'url\(\s*(?P<q>["\']?)(?P<ref>[^"\')]+)(?P=q)\s*\)')
+CHARSET = re.compile(r'@charset\s+"[^"]*";')
+#: A frame of an explorer, as ``mha.viz.widgets`` writes it (and ``mha_figures`` swaps it).
+FRAME_URI = re.compile(r"data:image/(webp|png);base64,([A-Za-z0-9+/=]+)")
+FRAMES = "_images/frames"
+#: An image of the page body, without a ``loading`` attribute yet.
+IMAGE = re.compile(r"<img\b(?![^>]*\bloading=)")
+#: About the text of a phone's first screen and a half (the first tables of ``mha_book`` use the same scale).
+FIRST_SCREEN_COLUMNS = 1200
+
+
+def _relative_root(pagename: str) -> str:
+    return "../" * pagename.count("/")
+
+
+def frames_as_files(body: str, outdir: Path, root: str) -> str:
+    """``body`` with each explorer frame's data URI replaced by a file of ``FRAMES`` (written once)."""
+
+    def one(match: re.Match) -> str:
+        data = base64.b64decode(match.group(2))
+        name = f"{hashlib.sha256(data).hexdigest()[:20]}.{match.group(1)}"
+        path = outdir / FRAMES / name
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_suffix(f".{os.getpid()}.part")
+            temporary.write_bytes(data)
+            temporary.replace(path)
+        return f"{root}{FRAMES}/{name}"
+
+    return FRAME_URI.sub(one, body) if "data:image/" in body else body
+
+
+def lazy_images(body: str) -> str:
+    """Marks every image after the first screen's text ``loading="lazy"``."""
+    out, last = [], 0
+    for match in IMAGE.finditer(body):
+        if text_columns(body[: match.start()]) > FIRST_SCREEN_COLUMNS:
+            out.append(body[last : match.end()] + ' loading="lazy"')
+            last = match.end()
+    return "".join(out) + body[last:]
+
+
+def write_body(app, pagename, templatename, context, doctree) -> None:
+    body = context.get("body")
+    if body and app.builder.format == "html":
+        body = frames_as_files(body, Path(app.outdir), _relative_root(pagename))
+        context["body"] = lazy_images(body)
+
+
+def _file_of(href: str, page: Path) -> Path:
+    return (page.parent / href.split("?", 1)[0].split("#", 1)[0]).resolve()
+
+
+def css_for(sheet: Path, into: Path, seen: set[Path] | None = None) -> str:
+    """``sheet``'s CSS with its ``@import``s written in and every ``url()`` relative to ``into``."""
+    seen = set() if seen is None else seen
+    if sheet in seen:
+        return ""
+    seen.add(sheet)
+    text = CHARSET.sub("", sheet.read_text(encoding="utf-8"))
+
+    def imported(match: re.Match) -> str:
+        return css_for((sheet.parent / match.group("ref")).resolve(), into, seen)
+
+    def rebased(match: re.Match) -> str:
+        ref = match.group("ref").strip()
+        if re.match(r"^(data:|[a-z]+://|/|#)", ref):
+            return match.group(0)
+        path, _, rest = ref.partition("?")
+        moved = os.path.relpath((sheet.parent / path).resolve(), into).replace(os.sep, "/")
+        return f'url("{moved}{"?" + rest if rest else ""}")'
+
+    text = URL.sub(rebased, text)  # first: the imported sheets rebase their own
+    return IMPORT.sub(imported, text)
+
+
+def merge_stylesheets(page: Path, outdir: Path, head: str, merged: dict) -> str:
+    """``head`` with its stylesheets replaced by one (written to ``_static/`` once per set)."""
+    links = list(STYLESHEET.finditer(head))
+    if len(links) < 2 or any("media=" in m.group(0) and 'media="all"' not in m.group(0) for m in links):
+        return head
+    sheets = tuple(_file_of(m.group("href"), page) for m in links)
+    if not all(s.is_file() and outdir in s.parents for s in sheets):
+        return head
+    if sheets not in merged:
+        static = outdir / "_static"
+        text = "\n".join(css_for(sheet, static, set()) for sheet in sheets)
+        name = f"mha-page-{hashlib.sha256(text.encode()).hexdigest()[:12]}.css"
+        (static / name).write_text(text, encoding="utf-8")
+        merged[sheets] = static / name
+    href = os.path.relpath(merged[sheets], page.parent).replace(os.sep, "/")
+    first, last = links[0], links[-1]
+    return (
+        head[: first.start()]
+        + f'<link rel="stylesheet" type="text/css" href="{href}" />\n    '
+        + "".join(head[a.end() : b.start()] for a, b in zip(links, links[1:]))
+        + head[last.end() :]
+    )
+
+
+def fast_head(head: str, page: Path, outdir: Path, is_search: bool, merged: dict) -> str:
+    def script(match: re.Match) -> str:
+        src, attrs = match.group("src"), match.group("attrs") + match.group("rest")
+        name = src.split("?", 1)[0].rsplit("/", 1)[-1]
+        if name in SEARCH_SCRIPTS and not is_search:
+            return ""
+        if name == "documentation_options.js":
+            path = _file_of(src, page)
+            if path.is_file():
+                return f"<script>{path.read_text(encoding='utf-8').strip()}</script>"
+        if re.search(r"\b(defer|async)\b|type=\"module\"", attrs):
+            return match.group(0)
+        return f'<script defer{match.group("attrs")} src="{src}"{match.group("rest")}></script>'
+
+    return merge_stylesheets(page, outdir, SCRIPT.sub(script, head), merged)
+
+
+def fast_pages(app, exc) -> None:
+    """Rewrites every page's head: deferred scripts, no search index, one stylesheet."""
+    if exc is not None or app.builder.format != "html":
+        return
+    outdir = Path(app.outdir).resolve()
+    merged: dict = {}
+    for page in outdir.rglob("*.html"):
+        if "_static" in page.relative_to(outdir).parts:
+            continue
+        text = page.read_text(encoding="utf-8")
+        end = text.find("</head>")
+        if end < 0:
+            continue
+        is_search = page.relative_to(outdir).as_posix() == "search.html"
+        head = fast_head(text[:end], page.resolve(), outdir, is_search, merged)
+        if head != text[:end]:
+            page.write_text(head + text[end:], encoding="utf-8")
+
+
+def setup(app):
+    app.connect("html-page-context", write_body, priority=950)
+    app.connect("build-finished", fast_pages, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
