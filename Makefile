@@ -71,6 +71,14 @@ lab: $(LAB_STAMP)
 	$(if $(filter environment command,$(firstword $(origin MHA_DEVICE))),,env -u MHA_DEVICE) env -u TQDM_DISABLE \
 	  $(VENV)/bin/jupyter $(APP) --ServerApp.root_dir=lab $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
+# The Chinese notebooks (issue 47): the same code and outputs, the prose from the Chinese catalogues,
+# checkers that answer in Chinese; copies in lab/zh_CN/, never overwritten either.
+.PHONY: lab-zh
+lab-zh: $(LAB_STAMP)
+	$(PY) scripts/lab_copies.py --language zh_CN
+	$(if $(filter environment command,$(firstword $(origin MHA_DEVICE))),,env -u MHA_DEVICE) env -u TQDM_DISABLE \
+	  $(VENV)/bin/jupyter $(APP) --ServerApp.root_dir=lab/zh_CN $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
 # Headless JupyterLab on 127.0.0.1 over copies in a temporary folder: Run All in chapters 1, 3, 5 and
 # 11, move each explorer's controls, type into its text boxes, check the figure changes;
 # latencies in _build/test-lab/latencies.json and .md. Needs Chromium, like the browser test.
@@ -201,9 +209,11 @@ budget: install
 clean:
 	rm -rf _build .pytest_cache
 
-# Benchmarks (issue 9): writes benchmarks/results/<device>.json/.md and explorers-<device>.json/.md
+# Benchmarks (issue 9): writes benchmarks/results/<device>.json/.md and explorers-<device>.json/.md;
+# then, where the book is built, how soon a phone shows each page (_build/page-speed.md, issue 46)
 .PHONY: bench
 bench: install
 	$(PY) -m benchmarks.bench_attention
 	$(PY) -m benchmarks.bench_explorers
 	$(PY) -m benchmarks.bench_text
+	$(PY) scripts/measure_pages.py

@@ -115,6 +115,7 @@ BODY_FIXES = (
 #: Inline code in the page body (docutils writes ``<code class="docutils literal notranslate">``).
 INLINE_CODE = re.compile(r'(<code class="docutils literal[^"]*">)(.*?)(</code>)', re.S)
 WORD = re.compile(r"[A-Za-z0-9]")
+CJK_TEXT = re.compile(r"[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]")
 #: Where a code name may break (mha_book.css gives it a zero-width space as its content).
 SEAM = '<span class="mha-seam"></span>'
 
@@ -156,6 +157,8 @@ def add_code_seams(body: str) -> str:
         return SEAM.join(html.escape(piece, quote=False) for piece in pieces)
 
     def one(code: re.Match) -> str:
+        if CJK_TEXT.search(code.group(2)):  # a checker's word in Chinese (正确): kept on one line
+            return code.group(1).replace('class="', 'class="mha-nowrap ', 1) + code.group(2) + code.group(3)
         inner = re.sub(r"(?<=>)([^<]+)|^([^<]+)", lambda m: seams(m.group(0)), code.group(2))
         return code.group(1) + inner + code.group(3)
 
@@ -264,12 +267,9 @@ def bind_punctuation(body: str) -> str:
         end = _span_end(body, start)
         if end < 0:
             break
-        after = end
-        while after < len(body) and body[after] in CLOSING:
-            after += 1
-        before = start
-        while before > last and body[before - 1] in OPENING:
-            before -= 1
+        # the first punctuation mark only: the line-breaking rules keep the marks after it together
+        after = end + 1 if end < len(body) and body[end] in CLOSING else end
+        before = start - 1 if start > last and body[start - 1] in OPENING else start
         if after == end and before == start:
             continue
         out.append(body[last:before] + BIND + body[before:after] + "</span>")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
-from notebooks import write_learner_notebook  # noqa: E402  (scripts/notebooks.py: the learner's copy)
+from notebooks import chapter_messages, write_learner_notebook  # noqa: E402  (scripts/notebooks.py)
 
 #: Where the wheel is published, relative to the book's root folder.
 DOWNLOADS = "_downloads/mha"
@@ -57,10 +57,10 @@ TEXT = {
         "torch": "第一行安装 PyTorch 的纯 CPU 版本（下载约 190 MB）：本课程不需要 GPU，而在 Linux 上直接 "
         "<code>pip install</code> 会装上 CUDA 版本（连同 CUDA 库约 5.8 GB，网速快时也要 8 分钟）。"
         "已经装有 torch 2.5 或更新版本时可以省去这一行；macOS 上默认的版本本来就是纯 CPU 的，也不需要它。",
-        "where": "任何 Jupyter 都可以（JupyterLab、Notebook、VS Code）。在 <code>jupyter lab</code> 前加上 "
-        "<code>MHA_LANG=zh_CN</code>，检查器就用中文回答。",
+        "where": "任何 Jupyter 都可以（JupyterLab、Notebook、VS Code）。"
+        "这份 notebook 是中文版：正文是中文，检查器也直接用中文回答。",
         "repository": "本章还要读取课程仓库中的基准测试结果（<code>{path}</code>）：请在克隆的仓库中用 "
-        "<code>make lab</code> 运行。",
+        "<code>make lab-zh</code> 运行。",
     },
 }
 
@@ -89,12 +89,15 @@ def publish_wheel(app, exception) -> None:
     wheel = getattr(app, "mha_wheel", None)
     if exception is not None or wheel is None:
         return
+    language = "zh_CN" if (app.config.language or "en").startswith("zh") else "en"
     for docname in sorted(app.env.found_docs):
         source = Path(app.env.doc2path(docname))
         if source.suffix == ".ipynb" and Path(docname).name[:2].isdigit():
             target = Path(app.outdir) / "_sources" / f"{docname}.ipynb"
             target.parent.mkdir(parents=True, exist_ok=True)
-            write_learner_notebook(source, target)
+            # the Chinese edition hands out the Chinese notebook: its prose and its checkers' words
+            messages = chapter_messages(Path(docname).name, language) if language != "en" else None
+            write_learner_notebook(source, target, messages, language)
     target = Path(app.outdir) / DOWNLOADS
     target.mkdir(parents=True, exist_ok=True)
     shutil.copy2(wheel, target / wheel.name)

@@ -4,6 +4,7 @@ Usage:
     python scripts/lab_copies.py                  # copy every notebook that lab/ lacks; keep the others
     python scripts/lab_copies.py --refresh NAME   # a fresh copy of NAME (e.g. 03_worked_example); the old
                                                   # one is kept as lab/NAME.old.ipynb (then .old-2, ...)
+    python scripts/lab_copies.py --language zh_CN # the Chinese copies, in lab/zh_CN/ (make lab-zh)
 
 A copy is the learner's notebook (``notebooks.learner_notebook``): the book's checks on the stubs
 left out, and solutions folded in JupyterLab as in the book.
@@ -24,7 +25,7 @@ import json
 import sys
 from pathlib import Path
 
-from notebooks import write_learner_notebook
+from notebooks import chapter_messages, write_learner_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
@@ -49,9 +50,10 @@ def backup_name(lab: Path, name: str) -> Path:
     return candidate
 
 
-def make_copies(book: Path = BOOK, lab: Path = LAB, refresh: tuple[str, ...] = ()) -> list[str]:
+def make_copies(book: Path = BOOK, lab: Path = LAB, refresh: tuple[str, ...] = (), language: str = "en") -> list[str]:
     """Copy each ``book/*.ipynb`` that ``lab/`` lacks (and each one named in ``refresh``, after
-    moving the learner's copy aside). Returns the lines to print."""
+    moving the learner's copy aside), in ``language`` (``zh_CN``: the Chinese prose and checkers,
+    ``notebooks.translate_notebook``). Returns the lines to print."""
     sources = {path.stem: path for path in sorted(book.glob("*.ipynb"))}
     unknown = sorted(set(refresh) - set(sources))
     if unknown:
@@ -68,7 +70,8 @@ def make_copies(book: Path = BOOK, lab: Path = LAB, refresh: tuple[str, ...] = (
             copy.rename(kept)
             lines.append(f"kept your old {copy.name} as {kept.name}")
         if not copy.exists():
-            write_learner_notebook(source, copy)
+            messages = chapter_messages(name, language) if language != "en" else None
+            write_learner_notebook(source, copy, messages, language)
             record[name] = digest(source)
             made.append(copy.name)
         elif record.get(name) not in (None, digest(source)):
@@ -90,10 +93,12 @@ def make_copies(book: Path = BOOK, lab: Path = LAB, refresh: tuple[str, ...] = (
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--refresh", nargs="+", default=[], metavar="NAME", help="notebooks to copy afresh")
-    parser.add_argument("--lab", type=Path, default=LAB, help="the folder of copies (default: lab/)")
+    parser.add_argument("--lab", type=Path, default=None, help="the folder of copies (default: lab/, lab/zh_CN/)")
+    parser.add_argument("--language", default="en", choices=["en", "zh_CN"], help="the copies' language")
     args = parser.parse_args(argv)
     names = tuple(Path(name).stem for name in args.refresh)
-    for line in make_copies(BOOK, args.lab, names):
+    lab = args.lab or (LAB if args.language == "en" else LAB / args.language)
+    for line in make_copies(BOOK, lab, names, args.language):
         print(line)
     return 0
 

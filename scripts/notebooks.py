@@ -10,6 +10,7 @@ inserting a cell changes no other cell's id, and only outputs that really change
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 import jupytext
@@ -123,7 +124,134 @@ def learner_notebook(nb) -> nbformat.NotebookNode:
     return copy_nb
 
 
-def write_learner_notebook(source: Path, target: Path) -> None:
-    """``learner_notebook`` of the notebook at ``source``, written to ``target``."""
-    nb = nbformat.read(source, as_version=4)
-    nbformat.write(learner_notebook(nb), target)
+def write_learner_notebook(source: Path, target: Path, messages: dict | None = None, language: str = "en") -> None:
+    """``learner_notebook`` of the notebook at ``source``, written to ``target``; for a ``language``
+    other than English, in that language (``translate_notebook`` with the catalogue's ``messages``)."""
+    nb = learner_notebook(nbformat.read(source, as_version=4))
+    if language != "en":
+        nb = translate_notebook(nb, messages or {}, language)
+    nbformat.write(nb, target)
+
+
+#: The first cell of a Chinese notebook: its checkers answer in Chinese, with no setting.
+LANGUAGE_CELL = {
+    "zh_CN": '# 本 notebook 是中文版：检查器用中文回答（改用英文：set_language("en")）。\n'
+    "from mha.chapters.verdict_i18n import set_language\n"
+    'set_language("zh_CN")'
+}
+FENCE = ("```", "~~~")
+ITEM = re.compile(r"^(\s*)([-*+]|\d+[.)])(\s+)(.*)$")
+HEADING = re.compile(r"^(#{1,6}\s+)(.*)$")
+LABEL = re.compile(r"^\([\w-]+\)=$")
+OPTION = re.compile(r"^:[\w-]+:")
+
+
+def _translated(text: str, messages: dict[str, str]) -> str | None:
+    return messages.get(" ".join(line.strip() for line in text.splitlines()).strip()) or None
+
+
+def translate_markdown(source: str, messages: dict[str, str]) -> str:
+    """A Markdown cell in another language: each heading, paragraph, list item and table cell whose
+    text is a message of the chapter's catalogue (``messages``: English -> translation, as Sphinx's
+    gettext extracted them) is replaced by its translation; code, math, directives' options and what
+    the catalogue does not hold are kept."""
+    lines, out, block = source.split("\n"), [], []
+    fence = None
+
+    def flush():
+        if not block:
+            return
+        item = ITEM.match(block[0])
+        if item:  # a list item: its marker kept, its text (continuation lines included) translated
+            text = "\n".join([item.group(4), *block[1:]])
+            done = _translated(text, messages)
+            out.append(f"{item.group(1)}{item.group(2)}{item.group(3)}{done}" if done else "\n".join(block))
+        else:
+            done = _translated("\n".join(block), messages)
+            out.append(done if done else "\n".join(block))
+        block.clear()
+
+    for line in lines:
+        stripped = line.strip()
+        if fence is not None:  # inside a fence: a directive's content is Markdown, code is kept
+            if stripped.startswith(fence[0]) and stripped.strip("`~") == "":
+                flush()
+                out.append(line)
+                fence = None
+            elif fence[1] and not stripped.startswith(":"):
+                if not stripped:
+                    flush()
+                    out.append(line)
+                else:
+                    if ITEM.match(line):
+                        flush()
+                    block.append(line)
+            else:
+                flush()
+                out.append(line)
+            continue
+        if stripped.startswith(FENCE):
+            flush()
+            marker = stripped[: len(stripped) - len(stripped.lstrip(stripped[0]))]  # ``` or more
+            directive = stripped[len(marker) :].startswith("{") and not stripped.startswith(f"{marker}{{code")
+            title = stripped[len(marker) :].split("}", 1)[1].strip() if directive and "}" in stripped else ""
+            if title and _translated(title, messages):
+                line = line.replace(title, _translated(title, messages))
+            out.append(line)
+            fence = (marker, directive)
+            continue
+        if stripped.startswith(":::") or OPTION.match(stripped):  # a colon fence, a directive's option
+            flush()
+            title = stripped.split("}", 1)[1].strip() if stripped.startswith(":::{") and "}" in stripped else ""
+            if title and _translated(title, messages):
+                line = line.replace(title, _translated(title, messages))
+            out.append(line)
+            continue
+        heading = HEADING.match(line)
+        special = stripped.startswith(("$$", "|", ":::")) or LABEL.match(stripped) or ITEM.match(line)
+        if heading or not stripped or special:
+            flush()
+            if heading:
+                done = _translated(heading.group(2), messages)
+                out.append(heading.group(1) + done if done else line)
+                continue
+            if stripped.startswith("|"):
+                cells = line.split("|")
+                out.append("|".join(_translated(c, messages) and f" {_translated(c, messages)} " or c for c in cells))
+                continue
+            if ITEM.match(line):
+                block.append(line)
+                continue
+            out.append(line)
+            continue
+        block.append(line)
+    flush()
+    return "\n".join(out)
+
+
+def translate_notebook(nb, messages: dict[str, str], language: str):
+    """``nb`` for a reader of ``language``: its Markdown in that language (``translate_markdown``) and a
+    first cell that makes its checkers answer in it. Code and outputs are unchanged."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = translate_markdown(cell.source, messages)
+    first = nbformat.v4.new_code_cell(LANGUAGE_CELL[language])
+    first.metadata["tags"] = ["mha-language"]
+    nb.cells.insert(0, first)
+    nb.metadata["language"] = language
+    return nb
+
+
+def catalogue_messages(po: Path) -> dict[str, str]:
+    """English -> translation of every translated message of a gettext catalogue."""
+    from babel.messages.pofile import read_po
+
+    with po.open("rb") as handle:
+        catalog = read_po(handle)
+    return {m.id: m.string for m in catalog if m.id and m.string and not m.fuzzy and isinstance(m.id, str)}
+
+
+def chapter_messages(name: str, language: str) -> dict[str, str]:
+    """The translations of chapter ``name`` (``03_worked_example``) in ``language``: its catalogue."""
+    po = ROOT / "locales" / language / "LC_MESSAGES" / "book" / f"{name}.po"
+    return catalogue_messages(po) if po.is_file() else {}

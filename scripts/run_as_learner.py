@@ -51,6 +51,10 @@ def _other_statements(source: str) -> str:
     return "\n".join(kept)
 
 
+#: What a checker says to a right answer, in each language a notebook may be in.
+CORRECT = {"en": "correct", "zh_CN": "正确"}
+
+
 def is_solution(cell) -> bool:
     """A solution cell: folded in the book (``hide-input``), opening with ``# a solution``."""
     tags = cell.get("metadata", {}).get("tags", [])
@@ -104,11 +108,13 @@ def run(path: Path, solve_stubs: bool = False, timeout: int = 600) -> list[str]:
     except CellExecutionError as error:
         return [f"{path.name}: a cell raised:\n{str(error)[-3000:]}"]
     problems = []
+    # a Chinese notebook's checkers answer in Chinese (its first cell sets the language)
+    word = CORRECT.get(nb.metadata.get("language", "en"), "correct")
     for i in solved:
         text = verdict_text(nb.cells[i])
         second = text.splitlines()[1].strip() if len(text.splitlines()) > 1 else ""
-        if not second.startswith("correct"):
-            problems.append(f"{path.name}: cell {i}'s checker did not say correct to the solution:\n{text}")
+        if not second.startswith(word):
+            problems.append(f"{path.name}: cell {i}'s checker did not say {word} to the solution:\n{text}")
     return problems
 
 

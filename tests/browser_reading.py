@@ -88,10 +88,6 @@ FORMULA_STOPS = r"""() => {
     formulas: all.length,
     stops: all.filter(stop).length,
     needless: all.filter(m => stop(m) && !scrolls(m)).map(text),
-    // a scroll box whose content spills past it by KaTeX's 1-3 px only: Chromium makes every scroll
-    // box a Tab stop, tabindex or not, and the scroll cue draws a hairline beside it (issue 46)
-    overhang: all.filter(m => ["auto", "scroll"].includes(getComputedStyle(m).overflowX)
-      && m.scrollWidth > m.clientWidth && !scrolls(m)).map(text),
     unreachable: all.filter(m => scrolls(m) && !stop(m)).map(text),
     inside: Array.from(document.querySelectorAll(".katex [tabindex], .katex a[href]"))
       .map(e => e.outerHTML.slice(0, 60)),

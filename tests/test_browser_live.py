@@ -105,6 +105,22 @@ def test_the_model_runs_on_the_readers_sentence(edition, server, browser, refere
             assert difference < TOLERANCE, f"{sentence!r}: attention off PyTorch's by {difference:.2e}"
             worst = max(worst, difference)
             per_sentence.append(page.evaluate("window.mhaLive.timings.sentences.at(-1)"))
+        # a sentence the English vocabulary cannot read says so; a refused one clears the maps
+        runs = page.evaluate("window.mhaLive.runs")
+        page.fill("#mha-live-sentence", "那只动物没有过马路，因为它太累了。")
+        page.press("#mha-live-sentence", "Enter")
+        page.wait_for_function(f"() => window.mhaLive.runs > {runs}", timeout=30_000)
+        said = page.inner_text("#mha-live .mha-live-note")
+        assert "[UNK]" in said and ("English" in said if edition == "en" else "英文" in said), said
+        refusals = page.evaluate("window.mhaLive.refused || 0")
+        page.fill("#mha-live-sentence", " ".join(["word"] * 60))
+        page.press("#mha-live-sentence", "Enter")
+        page.wait_for_function(f"() => (window.mhaLive.refused || 0) > {refusals}", timeout=30_000)
+        assert page.locator("#mha-live canvas").count() == 0, "a refused sentence left the last maps on screen"
+        page.fill("#mha-live-sentence", page.get_attribute("#mha-live", "data-sentence"))
+        runs = page.evaluate("window.mhaLive.runs")
+        page.press("#mha-live-sentence", "Enter")
+        page.wait_for_function(f"() => window.mhaLive.runs > {runs}", timeout=30_000)
         page.select_option("#mha-live-layer", "5")
         page.select_option("#mha-live-heads", "7")
         labels = page.eval_on_selector_all("#mha-live canvas", "cs => cs.map(c => c.getAttribute('aria-label'))")

@@ -33,7 +33,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_browser import EDITIONS, LOAD_LAZY_IMAGES, ROOT, serve, toc_pages
+from test_browser import EDITIONS, LOAD_LAZY_IMAGES, PUNCTUATION_LINE_STARTS, ROOT, serve, toc_pages
 from test_browser import browser as browser  # noqa: F401  (the fixtures, shared)
 from test_browser import server as server  # noqa: F401
 from test_browser_figures import stored_figure_metadata
@@ -100,7 +100,10 @@ PHONE_FACTS = r"""() => {
     });
   }
   // A line break inside inline code: between two characters whose boxes sit on different lines.
-  const seam = (a, b) => /[_.\/(,=-]/.test(a) || /\s/.test(a) || /\s/.test(b) || (/[a-z]/.test(a) && /[A-Z]/.test(b));
+  // (Chinese text, 正确 as a checker prints it, breaks between any two characters: not inside a word)
+  const cjk = c => /[\u3000-\u30ff\u4e00-\u9fff\uff00-\uffef]/.test(c);
+  const seam = (a, b) => /[_.\/(,=-]/.test(a) || /\s/.test(a) || /\s/.test(b) || (/[a-z]/.test(a) && /[A-Z]/.test(b))
+    || cjk(a) || cjk(b);
   const broken = [];
   let codes = 0;
   for (const code of main.querySelectorAll("code")) {
@@ -247,6 +250,7 @@ def phone_page(browser, server, edition: str, page_name: str) -> dict:  # noqa: 
             page.wait_for_load_state("networkidle")
             facts = page.evaluate(PHONE_FACTS)
             facts["verdicts"] = page.evaluate(VERDICTS)
+            facts["punctuation"] = page.evaluate(PUNCTUATION_LINE_STARTS)
             facts["figures"] = page.evaluate(FIGURES)
             facts["dropdowns"] = page.evaluate(DROPDOWN_ECHOES)
             facts["console"] = list(console)
@@ -273,6 +277,14 @@ def test_a_verdict_wraps_on_a_phone(page_name, edition, server, browser):  # noq
     assert not scrolling, f"{page_name} ({edition}): {len(scrolling)} verdicts scroll sideways: {scrolling[:2]}"
     if page_name == "book/04_build_it_yourself":  # not vacuous: chapter 4 shows its checkers' verdicts
         assert len(verdicts) >= 6, f"{page_name} ({edition}): only {len(verdicts)} verdicts marked"
+
+
+@pytest.mark.parametrize("edition", list(EDITIONS))
+@pytest.mark.parametrize("page_name", PAGES)
+def test_no_line_starts_with_punctuation_on_a_phone(page_name, edition, server, browser):  # noqa: F811
+    """The punctuation after an inline formula stays on the formula's line at 390 px (issues 46, 47)."""
+    found = phone_page(browser, server, edition, page_name)["punctuation"]
+    assert not found["starts"], f"{page_name} ({edition}): lines that start with punctuation: {found['starts'][:3]}"
 
 
 @pytest.mark.parametrize("edition", list(EDITIONS))

@@ -42,13 +42,14 @@ def page(name: str, edition: str = "en") -> str:
     return path.read_text(encoding="utf-8")
 
 
-def offered(page_html: str) -> tuple[Path, Path]:
-    """The notebook and the wheel that a chapter page links, as files of the built book."""
+def offered(page_html: str, edition: str = "en") -> tuple[Path, Path]:
+    """The notebook and the wheel that a chapter page of ``edition`` links, as files of the built book."""
+    html_root = BUILD / EDITIONS[edition]
     box = re.search(r'<details class="mha-run">(.*?)</details>', page_html, re.S)
     assert box, "the page offers no 'Run this chapter yourself' box"
     links = re.findall(r'href="\.\./([^"]+)"', box.group(1))
-    notebooks = [HTML / link for link in links if link.endswith(".ipynb")]
-    wheels = [HTML / link for link in links if link.endswith(".whl")]
+    notebooks = [html_root / link for link in links if link.endswith(".ipynb")]
+    wheels = [html_root / link for link in links if link.endswith(".whl")]
     assert len(notebooks) == 1 and len(wheels) == 1, links
     assert notebooks[0].exists() and wheels[0].exists(), (notebooks, wheels)
     return notebooks[0], wheels[0]
@@ -132,3 +133,13 @@ def test_a_downloaded_chapter_runs_in_a_fresh_environment(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "solved.ipynb (solved): ok" in result.stdout, result.stdout
+    # the Chinese edition's download: the Chinese notebook, solved, and its checkers say 正确
+    chinese, _ = offered(page(CHAPTER, "zh_CN"), "zh_CN")
+    shutil.copy2(chinese, work / "solved_zh.ipynb")
+    result = subprocess.run(
+        [str(python), str(ROOT / "scripts" / "run_as_learner.py"), "--solve", "solved_zh.ipynb"],
+        cwd=work, capture_output=True, text=True, env={"PATH": str(env_dir / "bin"), "HOME": str(tmp_path),
+                                                       "MHA_DEVICE": "cpu", "TQDM_DISABLE": "1"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "solved_zh.ipynb (solved): ok" in result.stdout, result.stdout

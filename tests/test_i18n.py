@@ -286,3 +286,17 @@ def test_a_redirect_page_sends_the_reader_on_in_its_language():
     zh = mha_redirects.redirect_page("book/how_to_use", "book/for_teachers", "给教师", "zh")
     assert '<html lang="zh-CN">' in zh and "本页现在是" in zh and 'href="for_teachers.html"' in zh
     assert 'href="book/intro.html"' in mha_redirects.redirect_page("index2", "book/intro", "Intro", "en")
+
+
+def test_the_intros_checker_words_are_the_ones_the_chinese_verdicts_print():
+    """The intro teaches the words a Chinese reader's verdicts show (issue 47): each is in the phrasebooks."""
+    printed = " ".join(
+        value
+        for path in (ROOT / "mha" / "data" / "verdicts" / "zh_CN").glob("*.json")
+        for value in json.loads(path.read_text(encoding="utf-8")).values()
+        if isinstance(value, str)
+    )
+    intro = (ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / "book" / "intro.po").read_text(encoding="utf-8")
+    for english, chinese in i18n.VERDICT_WORDS.items():
+        assert chinese in printed, f"{chinese!r} ({english!r}) is in no Chinese verdict"
+        assert f"`{chinese}`" in intro, f"the Chinese intro does not show {english!r} as {chinese!r}"

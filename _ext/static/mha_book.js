@@ -107,26 +107,34 @@
           }
         })
       : null;
+    // All boxes are found first (style is read once), then framed: a page is not restyled per table.
+    var boxes = [];
     for (var i = 0; i < tables.length; i++) {
       var box = tables[i].parentElement;
       while (box && !box.classList.contains("bd-article") && !scrollsSideways(box)) box = box.parentElement;
-      if (!box || box.classList.contains("bd-article") || box.mhaScrollCue) continue;
+      boxes.push(!box || box.classList.contains("bd-article") || box.mhaScrollCue ? null : box);
+    }
+    for (var j = 0; j < tables.length; j++) {
+      var scroller = boxes[j];
+      if (!scroller || scroller.mhaScrollCue) continue;
       var frame = document.createElement("div");
       frame.className = "mha-scroll-frame";
-      box.parentNode.insertBefore(frame, box);
-      frame.appendChild(box);
+      scroller.parentNode.insertBefore(frame, scroller);
+      frame.appendChild(scroller);
       var cue = document.createElement("span");
       cue.className = "mha-scroll-cue";
       cue.textContent = SCROLL_CUE;
       cue.hidden = true;
       frame.appendChild(cue);
-      box.mhaScrollCue = cue;
-      tables[i].mhaScrollBox = box;
-      box.addEventListener("scroll", function (event) { showScrolling(event.currentTarget); }, { passive: true });
-      showScrolling(box);
+      scroller.mhaScrollCue = cue;
+      tables[j].mhaScrollBox = scroller;
+      scroller.addEventListener("scroll", function (event) { showScrolling(event.currentTarget); }, { passive: true });
+      // measured when the browser lays the page out next (the observer's first call), not now
       if (observer) {
-        observer.observe(box);
-        observer.observe(tables[i]);
+        observer.observe(scroller);
+        observer.observe(tables[j]);
+      } else {
+        showScrolling(scroller);
       }
     }
   }
@@ -147,9 +155,9 @@
       : null;
     for (var i = 0; i < images.length; i++) {
       (function (img) {
-        check(img);
         img.addEventListener("load", function () { check(img); });
-        if (observer) observer.observe(img);
+        if (observer) observer.observe(img);  // its first call checks it, at the next layout
+        else check(img);
       })(images[i]);
     }
   }

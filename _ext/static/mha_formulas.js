@@ -14,21 +14,17 @@
   var SELECTOR = "div.math > .katex-display, span.math";
 
   // KaTeX's sub- and superscripts reach 2 px past their formula (its fix for Safari): not a scroll.
-  // A formula is not a scroll box at all unless it is wider than that (mha_book.css): Chromium
-  // would make every scroll box a Tab stop, whatever its tabindex. An inline formula starts as one
-  // that fits (it rarely is wider than a line), a display formula as one that scrolls (many are, on a
-  // phone), so that none spills past the column before this script has run. All boxes are measured
+  // All boxes are measured
   // first and changed after, so that the page is laid out once, not once a formula.
   function markAll(boxes) {
     var wide = [];
-    for (var i = 0; i < boxes.length; i++) wide.push(boxes[i].scrollWidth > boxes[i].clientWidth + 3);
+    for (var i = 0; i < boxes.length; i++) {
+      // a box in a fold that is closed has no width yet: left as it starts until it is laid out
+      wide.push(boxes[i].clientWidth === 0 ? null : boxes[i].scrollWidth > boxes[i].clientWidth + 3);
+    }
     for (var j = 0; j < boxes.length; j++) {
       var box = boxes[j];
-      // an inline formula scrolls only when marked; a display formula until marked as fitting
-      var display = box.classList.contains("katex-display");
-      var name = display ? "mha-math-fits" : "mha-math-scrolls";
-      var on = display ? !wide[j] : wide[j];
-      if (box.classList.contains(name) !== on) box.classList.toggle(name, on);
+      if (wide[j] === null) continue;
       if (wide[j]) {
         if (box.getAttribute("tabindex") !== "0") box.setAttribute("tabindex", "0");
       } else if (box.getAttribute("tabindex") === "0") {

@@ -26,6 +26,7 @@ const T = ZH
       ran: (n, ms) => `${n} 个词元，用时 ${ms} 毫秒。`,
       empty: "句子是空的：请输入至少一个词。",
       long: (n, max) => `这句话有 ${n} 个词元（含 [CLS] 与 [SEP]），超过图能标注的 ${max} 个：请缩短。`,
+      unknown: (u, m) => `其中 ${u} 个（共 ${m} 个）是 [UNK]：这个模型只在英文文本上训练过，词表里几乎没有汉字，所以这些注意力图说明不了这句话。请试一句英文。`,
       serve: "要在浏览器中运行模型，请通过本地服务器打开本书：在书的文件夹中运行 python -m http.server，再打开 http://localhost:8000/。",
       failed: "模型未能运行",
       head: (l, h) => `第 ${l} 层第 ${h} 个头`,
@@ -43,6 +44,7 @@ const T = ZH
       ran: (n, ms) => `${n} tokens, ${ms} ms.`,
       empty: "The sentence is empty: type at least one word.",
       long: (n, max) => `This sentence has ${n} tokens with [CLS] and [SEP], more than the ${max} the figure can label: shorten it.`,
+      unknown: (u, m) => `${u} of its ${m} tokens are [UNK]: the model was trained on English text and its vocabulary knows no other words, so these maps say little about this sentence. Try one in English.`,
       serve: "To run the model in your browser, open the book from a local server: run python -m http.server in the book's folder, then open http://localhost:8000/.",
       failed: "The model could not run",
       head: (l, h) => `L${l}H${h}`,
@@ -206,14 +208,19 @@ function controls(ort, session, vocab, note, clicked) {
   const run = async () => {
     const started = performance.now();
     const { tokens, ids } = tokenize(input.value, vocab);
-    if (tokens.length === 2) { note.textContent = T.empty; return; }
-    if (tokens.length > max) { note.textContent = T.long(tokens.length, max); return; }
+    // a refused sentence leaves no maps of the one before it on the screen
+    const refuse = text => { note.textContent = text; grid.replaceChildren(); window.mhaLive.last = null;
+                             window.mhaLive.refused = (window.mhaLive.refused || 0) + 1; };
+    if (tokens.length === 2) return refuse(T.empty);
+    if (tokens.length > max) return refuse(T.long(tokens.length, max));
     const feeds = { input_ids: new ort.Tensor("int64", BigInt64Array.from(ids.map(BigInt)), [1, ids.length]) };
     const output = (await session.run(feeds)).attentions;  // (L, 1, H, n, n)
     const [layers, , heads_] = output.dims;
     window.mhaLive.last = { tokens, ids, weights: output.data, layers, heads: heads_ };
     const ms = Math.round(performance.now() - started);
-    note.textContent = T.ran(tokens.length, ms);
+    // most word pieces unknown to the vocabulary (a sentence in Chinese): the maps mean little
+    const unknown = tokens.filter(t => t === "[UNK]").length, pieces = tokens.length - 2;
+    note.textContent = T.ran(tokens.length, ms) + (2 * unknown > pieces ? " " + T.unknown(unknown, pieces) : "");
     draw();
     window.mhaLive.runs = (window.mhaLive.runs || 0) + 1;
     window.mhaLive.timings.sentences = [...(window.mhaLive.timings.sentences || []), ms];
