@@ -16,6 +16,8 @@ translatable message of the prose replaced by its translation from
   translated with the same table: a dropdown that shows 名词 also says 名词, not noun.
 * **Printed outputs.** What the code printed is translated from ``locales/zh_CN/outputs.json``, numbers
   copied and table columns re-aligned (``mha_outputs``).
+* **Code comments.** The comments and docstrings of the code a page shows, from
+  ``locales/zh_CN/comments.json`` (``scripts/code_comments.py``); the code itself is unchanged.
 * **Checker verdicts.** A verdict's stored output carries its Chinese text in the output's metadata
   (the same checks, run once; ``mha/data/verdicts``): the Chinese edition shows that text.
 * **The chrome in the reader's language.** The sidebar's part captions come from the page's
@@ -379,6 +381,41 @@ def translate_verdicts(app, doctree, docname) -> None:
             block.rawsource = text
 
 
+def _code_comments():
+    """``scripts/code_comments.py``, shared with the Chinese notebooks (``scripts/notebooks.py``)."""
+    import sys
+
+    scripts = str(Path(__file__).resolve().parents[1] / "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+    import code_comments
+
+    return code_comments
+
+
+def translate_comments(app, doctree, docname) -> None:
+    """Shows the comments and docstrings of a page's code in this edition's language
+    (``locales/<language>/comments.json``): a code cell's source, and a code block of the prose; the
+    code itself, and every output, as it was."""
+    language = edition(app)
+    if language == "en":
+        return
+    comments = _code_comments()
+    table = comments.load(language)
+    for block in list(doctree.findall(nodes.literal_block)) if table else ():
+        cell = block.parent if isinstance(block.parent, nodes.container) else None
+        role = str(cell.get("nb_element", "")) if cell is not None else ""
+        if role.startswith("cell_code_output") or VERDICT_CLASS in block["classes"]:
+            continue
+        if not role.startswith("cell_code_source") and block.rawsource != block.astext():
+            continue  # a parsed literal (inline markup inside): not code
+        code = block.astext()
+        text = comments.translate_code(code, table, "python" if role else block.get("language", "text"))
+        if text != code:
+            block.children = [nodes.Text(text)]
+            block.rawsource = text
+
+
 def other_edition_link(app, pagename, templatename, context, doctree) -> None:
     """Puts a link to the same page in the other edition at the top of the page body."""
     if app.builder.format != "html" or "body" not in context:
@@ -402,6 +439,7 @@ def setup(app):
     app.connect("build-finished", chrome_in_chinese)
     app.connect("doctree-resolved", translate_explorers)
     app.connect("doctree-resolved", translate_verdicts)
+    app.connect("doctree-resolved", translate_comments)
     # what the code printed (mha_outputs), after the verdicts have their stored translation
     app.connect("doctree-resolved", translate_outputs, priority=600)
     app.connect("build-finished", outputs_two_columns)

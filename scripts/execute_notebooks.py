@@ -99,6 +99,9 @@ def text_outputs(cell) -> list[str]:
                     lines += [f"[{mime}] {line}" for line in value.splitlines()]
         elif kind == "error":
             lines.append(f"[error] {output['ename']}: {output['evalue']}")
+        # a checker's verdict in every edition (the Chinese edition shows the one stored here)
+        for language, text in sorted(output.get("metadata", {}).get("mha", {}).get("verdict", {}).items()):
+            lines += [f"[verdict {language}] {line}" for line in text.splitlines()]
     return lines
 
 

@@ -229,12 +229,25 @@ def translate_markdown(source: str, messages: dict[str, str]) -> str:
     return "\n".join(out)
 
 
-def translate_notebook(nb, messages: dict[str, str], language: str):
-    """``nb`` for a reader of ``language``: its Markdown in that language (``translate_markdown``) and a
-    first cell that makes its checkers answer in it. Code and outputs are unchanged."""
+def translate_notebook(nb, messages: dict[str, str], language: str, comments: dict[str, str] | None = None):
+    """``nb`` for a reader of ``language``: its Markdown in that language (``translate_markdown``), its
+    code's comments and docstrings in it (``comments``, by default ``locales/<language>/comments.json``;
+    ``code_comments.translate_code``), its checkers' stored verdicts in it (each verdict's output
+    stores every language's text) and a first cell that makes its checkers answer in it. The code
+    outside comments, and every other output, are unchanged: nbval compares a run of the notebook
+    with what it stores (``make nbval-zh``)."""
+    import code_comments
+
+    comments = code_comments.load(language) if comments is None else comments
     for cell in nb.cells:
         if cell.cell_type == "markdown":
-            cell.source = translate_markdown(cell.source, messages)
+            cell.source = code_comments.translate_fences(translate_markdown(cell.source, messages), comments)
+        elif cell.cell_type == "code":
+            cell.source = code_comments.translate_code(cell.source, comments)
+            for output in cell.get("outputs", []):  # a checker's verdict as it answers in this language
+                verdict = output.get("metadata", {}).get("mha", {}).get("verdict", {})
+                if language in verdict and "text/plain" in output.get("data", {}):
+                    output["data"]["text/plain"] = verdict[language]
     first = nbformat.v4.new_code_cell(LANGUAGE_CELL[language])
     first.metadata["tags"] = ["mha-language"]
     nb.cells.insert(0, first)
@@ -255,3 +268,23 @@ def chapter_messages(name: str, language: str) -> dict[str, str]:
     """The translations of chapter ``name`` (``03_worked_example``) in ``language``: its catalogue."""
     po = ROOT / "locales" / language / "LC_MESSAGES" / "book" / f"{name}.po"
     return catalogue_messages(po) if po.is_file() else {}
+
+
+def main(argv: list[str]) -> int:
+    """``python scripts/notebooks.py learner LANGUAGE FOLDER NAME ...``: the learner's notebooks of
+    chapters ``NAME`` (``03_worked_example``) in ``LANGUAGE``, written to ``FOLDER`` (``make nbval-zh``)."""
+    if len(argv) < 4 or argv[0] != "learner":
+        print(main.__doc__)
+        return 2
+    language, folder, names = argv[1], Path(argv[2]), argv[3:]
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        messages = chapter_messages(name, language) if language != "en" else None
+        write_learner_notebook(BOOK_DIR / f"{name}.ipynb", folder / f"{name}.ipynb", messages, language)
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv[1:]))

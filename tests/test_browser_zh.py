@@ -397,3 +397,49 @@ def test_the_text_check_catches_english_of_every_kind(browser):  # noqa: F811
     ):
         assert allowed not in everything, f"{allowed!r} reported, but it is code, math, a name or cited"
     assert "注意力（attention）" not in everything and "(held out accuracy of)" in flat["outputs"]
+
+
+#: A code block of a built page: the highlighter's language (``ipython3`` for a code cell) and its text.
+#: A cell's outputs are classed ``output ... highlight-myst-ansi``, so they do not match.
+CODE_BLOCK = re.compile(r'<div class="highlight-([\w-]+) notranslate"><div class="highlight"><pre>(.*?)</pre>', re.S)
+
+
+def english_comments(page_html: str) -> list[str]:
+    """The comments and docstrings of a built page's code that need a translation and have none."""
+    import html as html_module
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import code_comments
+
+    translations = {" ".join(t.split("\n")) for t in code_comments.load("zh_CN").values()}
+    left = []
+    for language, body in CODE_BLOCK.findall(page_html):
+        code = html_module.unescape(re.sub(r"<[^>]+>", "", body))
+        language = "python" if language in ("ipython3", "python", "default") else language
+        for block in code_comments.blocks(code, language):
+            chinese = re.search(r"[\u4e00-\u9fff]", block.text) or block.text in translations
+            if code_comments.needs_translation(block) and not chinese:  # (a translation may be code itself)
+                left.append(block.text[:80])
+    return left
+
+
+@pytest.mark.parametrize("page_name", toc_pages())
+def test_chinese_page_shows_its_code_with_chinese_comments(page_name, server):  # noqa: F811
+    """Every comment and docstring of the code a page shows (cells, folded or not, and the prose's code
+    blocks) is in Chinese (``locales/zh_CN/comments.json``, applied by ``_ext/mha_i18n.py``)."""
+    page = BUILD / EDITIONS["zh_CN"] / f"{page_name}.html"
+    assert english_comments(page.read_text(encoding="utf-8")) == []
+
+
+def test_the_comment_check_finds_an_english_comment():
+    page = (
+        '<div class="highlight-ipython3 notranslate"><div class="highlight"><pre>'
+        '<span class="c1"># 分数：q 乘以 k</span>\nx = 1  <span class="c1"># the weights sum to 1</span>\n'
+        "</pre></div></div>"
+        '<div class="output text_plain highlight-myst-ansi notranslate"><div class="highlight"><pre>'
+        "# printed, not code</pre></div></div>"
+        '<div class="highlight-bash notranslate"><div class="highlight"><pre>make lab   # opens the chapters'
+        "</pre></div></div>"
+    )
+    assert english_comments(page) == ["the weights sum to 1", "opens the chapters"]

@@ -20,6 +20,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
+import code_comments  # noqa: E402
 import notebooks  # noqa: E402
 
 CHAPTERS = sorted(p.stem for p in (ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
@@ -61,6 +62,10 @@ def test_a_chinese_notebook_has_no_english_prose(name):
             )
 
 
+#: Chapters whose stored outputs hold checker verdicts (at least one each).
+VERDICT_CHAPTERS = {"01_single_head_limits", "03_worked_example", "04_build_it_yourself", "05_parameter_analysis"}
+
+
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_a_chinese_notebook_runs_the_same_code_and_sets_its_language(name):
     english = notebooks.learner_notebook(nbformat.read(ROOT / "book" / f"{name}.ipynb", as_version=4))
@@ -69,10 +74,19 @@ def test_a_chinese_notebook_runs_the_same_code_and_sets_its_language(name):
     assert first.cell_type == "code" and 'set_language("zh_CN")' in first.source
     assert chinese.metadata["language"] == "zh_CN"
     assert len(rest) == len(english.cells)
+    verdicts = 0
     for a, b in zip(english.cells, rest):
         assert a.cell_type == b.cell_type
-        if a.cell_type == "code":
-            assert a.source == b.source and a.get("outputs") == b.get("outputs")
+        if a.cell_type == "code":  # the same code (comments apart: tests/test_zh_comments.py), the same outputs
+            assert code_comments.translate_code(a.source, code_comments.load("zh_CN")) == b.source
+            for x, y in zip(a.get("outputs", []), b.get("outputs", []), strict=True):
+                verdict = x.get("metadata", {}).get("mha", {}).get("verdict")
+                if verdict:  # a checker's verdict: its stored Chinese text
+                    assert y["data"]["text/plain"] == verdict["zh_CN"] and y["metadata"] == x["metadata"]
+                    verdicts += 1
+                else:
+                    assert x == y
+    assert verdicts or name not in VERDICT_CHAPTERS
 
 
 def test_the_translator_keeps_what_is_not_prose():

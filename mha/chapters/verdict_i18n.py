@@ -100,6 +100,14 @@ def phrasebook(language: str) -> tuple[tuple[re.Pattern, str, str], ...]:
     return tuple((compile_template(en), re.sub(r"\{(\w+):\w+\}", r"{\1}", zh), en) for en, zh in ordered if zh)
 
 
+@functools.cache
+def part_labels(language: str) -> dict[str, str]:
+    """The labels of a verdict's parts that are no name in the learner's code (``count``, ``tokens``,
+    ``shape``), in ``language`` (``mha/data/verdicts/part_labels.json``); an argument's name
+    (``output``, ``weights``, ``w_o``) is code and stays."""
+    return json.loads((PHRASEBOOKS / "part_labels.json").read_text(encoding="utf-8")).get(language, {})
+
+
 def translate(text: str, language: str = "zh_CN", *, _depth: int = 0) -> str:
     """``text`` (one line of a verdict) translated phrase by phrase; English comes back unchanged."""
     language = normalise(language)
@@ -125,6 +133,10 @@ def translate(text: str, language: str = "zh_CN", *, _depth: int = 0) -> str:
         line = pattern.sub(fill, line)
     if _depth == 0 and _CJK.search(line):  # a part's name before Chinese text takes a full-width colon
         line = re.sub(r"^([\w.]+): (?=\S)", r"\1：", line)
+        # a part's label that is no name in the learner's code (count, tokens) in the reader's words
+        line = re.sub(
+            r"^([\w.]+)：", lambda match: part_labels(language).get(match.group(1), match.group(1)) + "：", line
+        )
     if _depth == 0:  # a space between Chinese and Latin letters or digits, as d2l-zh writes
         line = re.sub(r"([\u4e00-\u9fff])([A-Za-z0-9(`])", r"\1 \2", line)
         line = re.sub(r"([A-Za-z0-9)`])([\u4e00-\u9fff])", r"\1 \2", line)
@@ -147,10 +159,23 @@ _CLOSING = set("，。；：、）》”’！？,.;:)]")
 _OPENING = set("（《“‘([")
 
 
+#: One unit a line never breaks inside: code in backticks, or a run of non-space non-CJK characters in
+#: which a parenthesised group without CJK (a shape, a call's arguments) may hold spaces:
+#: ``(2, 10, 4)``, ``k.repeat_interleave(H // G, dim=1)``.
+_UNIT = re.compile(
+    r"\s+|`[^`]+`[^\s\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]*"
+    r"|(?:\((?:[^()\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]|\([^()]*\))*\)|[^\s()\u2e80-\u9fff\u3000-\u303f\uff00-\uffef])+"
+    r"|."
+)
+#: Where a Chinese line breaks best when it must break: after a clause's punctuation.
+_CLAUSE_END = tuple("，；：。、")
+
+
 def _units(text: str) -> list[str]:
-    """``text`` cut where a line may break: a run of non-space non-CJK characters, one CJK character,
-    or spaces; opening punctuation stays with what follows it, closing punctuation with what precedes."""
-    tokens = re.findall(r"\s+|[^\s\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]+|.", text)
+    """``text`` cut where a line may break: code, a run of non-space non-CJK characters (a shape or a
+    call whole), one CJK character, or spaces; opening punctuation stays with what follows it, closing
+    punctuation with what precedes."""
+    tokens = _UNIT.findall(text)
     units: list[str] = []
     glue = False
     for token in tokens:
@@ -165,18 +190,31 @@ def _units(text: str) -> list[str]:
 def wrap(line: str, columns: int) -> list[str]:
     """``line`` cut into lines of at most ``columns`` columns (a CJK character is two), continuation
     lines indented two more than the first; it breaks at a space or between CJK characters, never
-    inside a Latin word or a number, never before closing or after opening punctuation."""
+    inside a Latin word, a number, a shape or code, never before closing or after opening punctuation,
+    and, where a line must break within its last third, after a clause's punctuation (，；：).
+    """
     if width(line) <= columns:
         return [line]
     indent = line[: len(line) - len(line.lstrip())]
-    lines, current = [], indent
+    lines: list[str] = []
+    current: list[str] = [indent]
     for unit in _units(line.strip()):
-        if width(current + unit.rstrip()) > columns and current.strip() and not unit.isspace():
-            lines.append(current.rstrip())
-            current = indent + "  "
-        if not (current.strip() == "" and unit.isspace()):
-            current += unit
-    lines.append(current.rstrip())
+        text = "".join(current)
+        if width(text + unit.rstrip()) > columns and text.strip() and not unit.isspace():
+            cut = len(current)
+            for i in range(len(current) - 1, 1, -1):  # the last clause's end, if it leaves a full line
+                if current[i].endswith(_CLAUSE_END):
+                    if width("".join(current[: i + 1])) >= columns * 2 // 3:
+                        cut = i + 1
+                    break
+            lines.append("".join(current[:cut]).rstrip())
+            rest = [u for u in current[cut:]]
+            while rest and rest[0].isspace():
+                rest.pop(0)
+            current = [indent + "  ", *rest]
+        if not ("".join(current).strip() == "" and unit.isspace()):
+            current.append(unit)
+    lines.append("".join(current).rstrip())
     return lines
 
 
