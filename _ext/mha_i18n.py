@@ -275,7 +275,10 @@ def translate_explorer_html(page_html: str, labels: dict[str, str], phrases=()) 
             text = html.unescape(match.group(2))
             if part == "caption":
                 own, grid = split_caption(text)
-                text = " ".join(t for t in (tr(own) if own else "", grid_sentence(grid)) if t)
+                own = tr(own) if own else ""
+                # two Chinese sentences join with no space after the 。 (one after a Latin word ending)
+                joiner = "" if re.search(r"[\u3000-\u303f\uff00-\uffef\u4e00-\u9fff]$", own) else " "
+                text = joiner.join(t for t in (own, grid_sentence(grid)) if t)
             else:
                 text = tr(text)
             return match.group(1) + html.escape(text, quote=False) + match.group(3)
@@ -375,10 +378,27 @@ def translate_verdicts(app, doctree, docname) -> None:
         if text is None:
             continue
         block["classes"].append(VERDICT_CLASS)
-        if language != "en":
-            block.children = []
-            block += nodes.Text(text)
-            block.rawsource = text
+        shown = bind_units(text if language != "en" else block.astext())
+        block.children = [nodes.Text(shown)]
+        block.rawsource = shown
+
+
+#: What a verdict's line never breaks inside, once a phone re-wraps it (mha_book.css): a shape or a
+#: call's parentheses holding no Chinese, ``(2, 10, 4)``, ``repeat_interleave(H // G, dim=1)``, and
+#: code in backticks.
+UNBREAKABLE = re.compile(r"\((?:[^()\n\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]|\([^()\n]*\))*\)|`[^`\n]+`")
+
+
+def bind_units(text: str) -> str:
+    """``text`` with the spaces inside each ``UNBREAKABLE`` run of at most ``UNIT_MAX`` characters (a
+    longer one is a line of code, which may break) made no-break spaces."""
+    from mha.chapters.verdict_i18n import UNIT_MAX
+
+    def bind(match):
+        unit = match.group(0)
+        return unit.replace(" ", "\N{NO-BREAK SPACE}") if len(unit) <= UNIT_MAX else unit
+
+    return UNBREAKABLE.sub(bind, text)
 
 
 def _code_comments():
@@ -416,6 +436,21 @@ def translate_comments(app, doctree, docname) -> None:
             block.rawsource = text
 
 
+#: A citation of two authors, as the bibliography's label style writes it ("Milakov and Gimelshein, 2018").
+TWO_AUTHORS = re.compile(r"^([^,]+?) and ([^,]+?), (\d{4}[a-z]?)$")
+
+
+def translate_citations(app, doctree, docname) -> None:
+    """A citation of two authors joins them with 和 in the Chinese edition (et al. is already 等)."""
+    if edition(app) == "en":
+        return
+    for ref in list(doctree.findall(nodes.reference)):
+        text = ref.astext()
+        match = TWO_AUTHORS.match(text)
+        if match and len(ref.children) == 1 and isinstance(ref.children[0], nodes.Text):
+            ref.children = [nodes.Text(f"{match.group(1)} 和 {match.group(2)}, {match.group(3)}")]
+
+
 def other_edition_link(app, pagename, templatename, context, doctree) -> None:
     """Puts a link to the same page in the other edition at the top of the page body."""
     if app.builder.format != "html" or "body" not in context:
@@ -440,6 +475,7 @@ def setup(app):
     app.connect("doctree-resolved", translate_explorers)
     app.connect("doctree-resolved", translate_verdicts)
     app.connect("doctree-resolved", translate_comments)
+    app.connect("doctree-resolved", translate_citations)
     # what the code printed (mha_outputs), after the verdicts have their stored translation
     app.connect("doctree-resolved", translate_outputs, priority=600)
     app.connect("build-finished", outputs_two_columns)

@@ -9,7 +9,10 @@ into ``_static/live/`` of each edition what ``static/mha_live.js`` loads when th
 * ``ort.wasm.bundle.min.mjs`` and ``ort-wasm-simd-threaded.wasm``: ONNX Runtime Web's WASM build,
   from npm's ``onnxruntime-web`` (pinned in package.json; ``make install`` runs ``npm ci``), with
   its MIT licence;
-* ``sizes.json``: each file's size, for the page's progress bar.
+* ``sizes.json``: each file's size, for the page's progress bar in MB.
+
+The page keeps what it downloaded in the browser's Cache Storage, keyed by ``files_version``
+(``data-version``): a second visit downloads nothing.
 
 No other page loads any of it: only chapter 11 holds ``<div id="mha-live">`` and its script.
 """
@@ -97,6 +100,17 @@ def copy_live_files(app, exc) -> None:
     (out / "sizes.json").write_text(json.dumps(sizes) + "\n", encoding="utf-8")
 
 
+def files_version(root: Path) -> str:
+    """What the page's Cache Storage keys its files by: the export's record (the weights', the
+    tokenizer's, the script's digests and the versions) and the runtime's version. A new build of
+    either is downloaded anew; the same one is read from the browser's cache."""
+    import hashlib
+
+    record = (root / "_build" / "live-model" / "export.json").read_bytes()
+    runtime = (runtime_dir(root).parent / "package.json").read_bytes()
+    return hashlib.sha256(record + runtime).hexdigest()[:16]
+
+
 def add_explorer(app, pagename, templatename, context, doctree) -> None:
     """On the page that holds ``<div id="mha-live">`` (chapter 11): its script, its limit and first sentence."""
     body = context.get("body", "")
@@ -114,7 +128,7 @@ def add_explorer(app, pagename, templatename, context, doctree) -> None:
     sentence = html.escape(TWIN_SENTENCES["tired"])
     attributes = (
         f'id="mha-live" data-max-tokens="{MAX_SENTENCE_TOKENS}" data-sentence="{sentence}" '
-        f'data-download-mb="{megabytes}"'
+        f'data-download-mb="{megabytes}" data-version="{files_version(root)}"'
     )
     context["body"] = body.replace('id="mha-live"', attributes, 1)
     app.add_js_file("mha_live.js", type="module")  # in html-page-context: this page only

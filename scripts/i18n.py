@@ -325,8 +325,8 @@ def stored_explorer_strings() -> set[str]:
                 if "mha-explorer" in page_html:
                     found.update(explorer_strings(page_html))
                 figure = output.get("metadata", {}).get("image/png", {}).get(META, {})
-                if "description" in figure:
-                    found.update(translatable(figure["description"]))
+                if "description" in figure:  # its finding is a sentence: figure_words.json translates it
+                    found.update(translatable({k: v for k, v in figure["description"].items() if k != "finding"}))
     return found
 
 

@@ -89,6 +89,10 @@ FORMULA_STOPS = r"""() => {
     stops: all.filter(stop).length,
     needless: all.filter(m => stop(m) && !scrolls(m)).map(text),
     unreachable: all.filter(m => scrolls(m) && !stop(m)).map(text),
+    // a box that scrolls by its formula's 1-3 px overhang: Chromium makes every scroller a Tab stop
+    // (with no tabindex), and its scroll shadow shows as a hairline (issue 46)
+    overhangs: all.filter(m => ["auto", "scroll"].includes(getComputedStyle(m).overflowX)
+      && m.scrollWidth > m.clientWidth && !scrolls(m)).map(text),
     inside: Array.from(document.querySelectorAll(".katex [tabindex], .katex a[href]"))
       .map(e => e.outerHTML.slice(0, 60)),
   };

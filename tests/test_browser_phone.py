@@ -154,6 +154,25 @@ FIGURES = r"""() => Array.from(document.querySelectorAll("main img")).filter(img
 #: Each checker verdict's output (the build marks it .mha-verdict): its box and its content's width.
 VERDICTS = r"""() => Array.from(document.querySelectorAll("main .mha-verdict pre")).map(pre => ({
   box: pre.clientWidth, content: pre.scrollWidth, text: pre.textContent.trim().slice(0, 60),
+  // each shape, call's parentheses or backticked code of the verdict (_ext/mha_i18n.py, UNBREAKABLE)
+  // that the page shows over two lines (issue 47: "(2, 10,⏎4)", "H //⏎G")
+  units: (() => {
+    const found = {checked: 0, split: []};
+    const unit = /\((?:[^()\n\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]|\([^()\n]*\))*\)|`[^`\n]+`/g;
+    for (const node of Array.from(pre.querySelectorAll("*")).concat([pre]).flatMap(e => Array.from(e.childNodes))) {
+      if (node.nodeType !== 3) continue;
+      for (const match of node.data.matchAll(unit)) {
+        if (!/[\s\u00a0]/.test(match[0])) continue;
+        found.checked++;
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const tops = new Set(Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (tops.size > 1) found.split.push(match[0]);
+      }
+    }
+    return found;
+  })(),
 }))"""
 
 #: Per explorer control row with a dropdown: what is visible beside the dropdown (an echo of its value?).
@@ -277,6 +296,10 @@ def test_a_verdict_wraps_on_a_phone(page_name, edition, server, browser):  # noq
     assert not scrolling, f"{page_name} ({edition}): {len(scrolling)} verdicts scroll sideways: {scrolling[:2]}"
     if page_name == "book/04_build_it_yourself":  # not vacuous: chapter 4 shows its checkers' verdicts
         assert len(verdicts) >= 6, f"{page_name} ({edition}): only {len(verdicts)} verdicts marked"
+    split = [u for v in verdicts for u in v["units"]["split"]]
+    assert not split, f"{page_name} ({edition}): shapes or code split over two lines in verdicts: {split[:4]}"
+    if page_name == "book/04_build_it_yourself":  # not vacuous: its verdicts name shapes
+        assert sum(v["units"]["checked"] for v in verdicts) >= 5, verdicts
 
 
 @pytest.mark.parametrize("edition", list(EDITIONS))
@@ -359,6 +382,40 @@ def test_an_explorer_frame_enlarges_with_one_tap_and_says_so(server, browser):  
         assert cue == "visible", "enlarged, the frame no longer says how to fit it"
         frame.click()
         assert frame.evaluate("img => img.getBoundingClientRect().width") <= shown + 1
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("edition", list(EDITIONS))
+def test_a_figure_enlarges_in_place_with_one_tap_to_legible_text(edition, server, browser):  # noqa: F811
+    """A tap on a figure shown smaller than drawn shows it at its drawn width on the page (not the image
+    file at the screen's width, as small as before), where its smallest text is at least 9 CSS px; the
+    cue then says how to fit it, and a second tap fits it again."""
+    stored = stored_figure_metadata()
+    context, page, _ = new_tab(browser)
+    try:
+        url = f"{server}/{EDITIONS[edition]}/book/05_parameter_analysis.html"
+        page.goto(url, wait_until="load")
+        figure = page.locator(".bd-article a.image-reference > img").first
+        figure.scroll_into_view_if_needed()
+        figure.evaluate("img => img.decode()")
+        natural, shown, file = figure.evaluate(
+            "img => [img.naturalWidth, img.getBoundingClientRect().width, img.currentSrc.split('/').pop()]"
+        )
+        assert shown < natural - 1, "the figure is not shrunk on a phone: nothing to check"
+        meta = stored[Path(file).stem][describe.META]
+        small = meta["text_pt"] * meta["dpi"] / 72 * shown / natural
+        assert small < describe.MIN_TEXT_PX, f"its text is {small:.1f} px already: the check sees nothing"
+        cue = "img => getComputedStyle(img.parentElement, '::after').content"
+        before = figure.evaluate(cue)
+        figure.click()
+        enlarged = figure.evaluate("img => img.getBoundingClientRect().width")
+        assert page.url == url, "the tap left the page"
+        assert enlarged >= natural - 1, f"enlarged to {enlarged:.0f} px of {natural}"
+        assert meta["text_pt"] * meta["dpi"] / 72 * enlarged / natural >= describe.MIN_TEXT_PX
+        assert figure.evaluate(cue) != before, "enlarged, the cue still says to enlarge"
+        figure.click()
+        assert figure.evaluate("img => img.getBoundingClientRect().width") <= shown + 1
     finally:
         context.close()
 
@@ -573,3 +630,29 @@ def test_the_phone_measures_fail_on_the_defects(browser, tmp_path):  # noqa: F81
     assert [c["tag"] for c in facts["cut"]] == ["div", "p"], facts["cut"]
     assert len(facts["tables"]) == 1 and not facts["tables"][0]["marked"] and facts["tables"][0]["cue"] is None
     assert facts["broken"], "code broken inside a word was not found"
+
+
+def test_the_verdict_measure_sees_a_split_shape(browser, tmp_path):  # noqa: F811
+    """Not vacuous: a shape at the end of a narrow verdict breaks over two lines with plain spaces, and
+    stays whole with the build's no-break spaces (_ext/mha_i18n.bind_units)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from mha_i18n import bind_units
+
+    line = "  output：错误：形状应为 (2, 10, 4)，实际是 (2, 10, 4, 5)"
+    style = "width:20em;font:16px monospace;white-space:pre-wrap;overflow-wrap:anywhere"
+    (tmp_path / "v.html").write_text(
+        f'<main><div class="mha-verdict"><pre style="{style}">{line}</pre></div>'
+        f'<div class="mha-verdict"><pre style="{style}">{bind_units(line)}</pre></div></main>',
+        encoding="utf-8",
+    )
+    with serve(tmp_path) as url:
+        page = browser.new_page()
+        try:
+            page.goto(f"{url}/v.html")
+            plain, bound = page.evaluate(VERDICTS)
+        finally:
+            page.close()
+    assert plain["units"]["split"] and plain["units"]["checked"] == 2, plain
+    assert bound["units"]["split"] == [] and bound["units"]["checked"] == 2, bound

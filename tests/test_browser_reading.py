@@ -26,7 +26,7 @@ import time
 
 import pytest
 from browser_reading import FAILING_IMPACTS, PHONE
-from test_browser import BUILD, EDITIONS, SCREENSHOTS, book_page, browser, server, toc_pages  # noqa: F401
+from test_browser import BUILD, EDITIONS, ROOT, SCREENSHOTS, book_page, browser, server, toc_pages  # noqa: F401
 
 PAGES = toc_pages()
 #: FontAwesome a page may load: its icons' web font cut to the glyphs the book uses (3 kB); the
@@ -98,9 +98,42 @@ def test_formulas_are_not_tab_stops(page_name, edition, server, browser):  # noq
             f"{found['needless'][:3]}"
         )
         assert not found["unreachable"], f"{page_name} ({edition}, {size}): formulas that scroll out of keyboard reach"
+        assert not found["overhangs"], (
+            f"{page_name} ({edition}, {size}): {len(found['overhangs'])} formulas scroll by their overhang "
+            f"(a Tab stop and a hairline each): {found['overhangs'][:3]}"
+        )
         assert not found["inside"], f"{page_name} ({edition}, {size}): Tab stops inside formulas: {found['inside'][:3]}"
     if page_name == "book/notation":  # not vacuous: a page of formulas, none of them a Tab stop on a desktop
         assert formulas["desktop"]["formulas"] >= 10 and formulas["desktop"]["stops"] <= 1
+
+
+def test_the_stop_measure_sees_a_formula_that_scrolls_by_its_overhang(browser, tmp_path):  # noqa: F811
+    """Not vacuous: an inline formula whose content reaches 2 px past its box (KaTeX's italic
+    overhang) is a scroller, and Chromium a Tab stop; the book's padding (mha_book.css) absorbs it."""
+    from browser_reading import FORMULA_STOPS
+    from test_browser import serve
+
+    css = (ROOT / "_ext" / "static" / "mha_book.css").read_text(encoding="utf-8")
+    box = (
+        '<span class="math" style="display:inline-block;overflow-x:auto">'
+        '<i style="display:inline-block;width:40px;margin-right:-2px;padding-right:4px">f</i></span>'
+    )
+    (tmp_path / "bare.html").write_text(f"<p>a {box} b</p>", encoding="utf-8")
+    (tmp_path / "book.html").write_text(f"<style>{css}</style><p>a {box} b</p>", encoding="utf-8")
+    with serve(tmp_path) as url:
+        page = browser.new_page()
+        try:
+            found = {}
+            for name in ("bare", "book"):
+                page.goto(f"{url}/{name}.html")
+                found[name] = page.evaluate(FORMULA_STOPS)
+            page.goto(f"{url}/bare.html")
+            page.keyboard.press("Tab")
+            focused = page.evaluate("() => document.activeElement.className")
+        finally:
+            page.close()
+    assert len(found["bare"]["overhangs"]) == 1 and focused == "math", (found, focused)
+    assert found["book"]["overhangs"] == [], found
 
 
 @pytest.mark.parametrize("edition", list(EDITIONS))

@@ -72,6 +72,7 @@ def stored_figures() -> list[dict]:
                             "text_pt": meta.get(describe.META, {}).get("text_pt"),
                             "dpi": meta.get(describe.META, {}).get("dpi"),
                             "alts": [meta.get("alt")],
+                            "shown": not {"remove-cell", "remove-output"} & set(cell["metadata"].get("tags", [])),
                         }
                     )
                 page = joined(data.get("text/html", ""))
@@ -228,6 +229,43 @@ def test_figure_output_stores_alt_text_smallest_text_and_width():
     assert meta["alt"].startswith("Bar chart \N{LEFT DOUBLE QUOTATION MARK}weights")
     assert meta[describe.META]["text_pt"] == 8 and meta[describe.META]["dpi"] == 100
     plt.close(fig)
+
+
+def test_a_figure_says_what_it_shows_first():
+    """A figure's finding (describe.finding, or next_finding from the cell before) opens its alt text,
+    in either edition; a figure a page shows always has one (issue 46: not only axes and ranges)."""
+    fig, ax = plt.subplots(figsize=(4, 3), dpi=100)
+    ax.plot([1, 2, 4], [0.2, 0.5, 0.9])
+    ax.set(title="accuracy", xlabel="heads", ylabel="accuracy")
+    describe.next_finding("More heads do better")
+    _, meta = describe.figure_output(fig)
+    assert meta["alt"].startswith("More heads do better. Line chart")
+    description = meta[describe.META]["description"]
+    assert description["finding"] == "More heads do better"
+    words = {"More heads do better": "头越多越好"}
+    chinese = describe.alt_text(description, language="zh_CN", tr=words.get)
+    assert chinese.startswith("头越多越好")
+    _, again = describe.figure_output(fig)  # the finding was the next figure's only
+    assert again["alt"].startswith("More heads do better")  # (it is the figure's own now)
+    plt.close(fig)
+    fig2, ax2 = plt.subplots()
+    ax2.plot([0, 1])
+    assert "finding" not in describe.figure_output(fig2)[1][describe.META]["description"]
+    plt.close(fig2)
+    assert len(SHOWN) >= 25, "the stored notebooks lost their figures"
+    for bad in ("", "  ", None):
+        with pytest.raises(ValueError, match="finding must be a sentence"):
+            describe.next_finding(bad)
+
+
+#: The figure outputs a page shows (an explorer's frames are described by mha.viz.widgets' alts).
+SHOWN = [f for f in FIGURES if f["kind"] == "figure" and f["shown"]]
+
+
+@pytest.mark.parametrize("figure", SHOWN, ids=[f["id"] for f in SHOWN])
+def test_a_shown_figure_opens_its_alt_text_with_its_finding(figure):
+    finding = figure["meta"][describe.META]["description"].get("finding")
+    assert finding and figure["alts"][0].startswith(finding), f"{figure['id']}: no finding opens the alt text"
 
 
 @pytest.mark.parametrize("alt", ["../_images/dc37e5.png", "_images/x.png", "figure.png", "/abs/path/x.webp"])

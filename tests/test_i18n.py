@@ -252,7 +252,7 @@ def test_explorer_html_is_translated_and_frames_are_not():
     }
     out = mha_i18n.translate_explorer_html(page, labels)
     assert ">softmax 温度</div>" in out and ">温度</label>" in out and ">名词</option>" in out
-    assert "越低越尖锐。 预先计算了 6 个取值：温度 \N{ELEMENT OF} {0.25, 0.5}。" in out
+    assert "越低越尖锐。预先计算了 6 个取值：温度 \N{ELEMENT OF} {0.25, 0.5}。" in out
     assert 'src="data:image/webp;base64,AAAA"' in out and ">0.5</option>" in out
 
 

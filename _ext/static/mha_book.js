@@ -162,6 +162,25 @@
     }
   }
 
+  // On a narrow screen a tap on a figure shown smaller than it was drawn shows it at its full width
+  // in place, scrolled sideways (its link opened the image at the screen's width, as small as before);
+  // a second tap fits it again. At full width the link opens the image file, as before.
+  function enlargeFiguresInPlace() {
+    var links = document.querySelectorAll(".bd-article a.image-reference");
+    for (var i = 0; i < links.length; i++) {
+      links[i].addEventListener("click", function (event) {
+        var link = event.currentTarget, img = link.querySelector("img");
+        if (!img) return;
+        var enlarged = link.classList.contains("mha-enlarged");
+        if (!enlarged && !(img.naturalWidth > img.clientWidth + 1)) return;  // shown whole: open the file
+        event.preventDefault();
+        link.classList.toggle("mha-enlarged", !enlarged);
+        img.style.maxWidth = enlarged ? "" : "none";
+        if (!enlarged) link.scrollLeft = 0;
+      });
+    }
+  }
+
   function prefetchFrames(root) {
     var data = document.getElementById(root.id + "-data");
     if (!data || root.getAttribute("data-fetched")) return;
@@ -203,6 +222,7 @@
     fetchFramesNearTheScreen();
     markScrollingTables();
     markFullSizeFigures();
+    enlargeFiguresInPlace();
     bindToggles(".primary-toggle");
     bindToggles(".secondary-toggle");
     var skip = document.querySelector("#pst-skip-link a.mha-skip-contents");

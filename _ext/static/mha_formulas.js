@@ -17,14 +17,25 @@
   // All boxes are measured
   // first and changed after, so that the page is laid out once, not once a formula.
   function markAll(boxes) {
-    var wide = [];
+    var wide = [], over = [], widths = [];
     for (var i = 0; i < boxes.length; i++) {
       // a box in a fold that is closed has no width yet: left as it starts until it is laid out
-      wide.push(boxes[i].clientWidth === 0 ? null : boxes[i].scrollWidth > boxes[i].clientWidth + 3);
+      widths.push([boxes[i].clientWidth, boxes[i].scrollWidth]);
+      over.push(widths[i][1] - widths[i][0]);
+      wide.push(boxes[i].clientWidth === 0 ? null : over[i] > 3);
     }
     for (var j = 0; j < boxes.length; j++) {
       var box = boxes[j];
       if (wide[j] === null) continue;
+      // A formula as wide as its column, give or take KaTeX's 1-3 px overhang, would scroll by those
+      // pixels: a Tab stop for nothing (browsers make every scroller one) and a hairline of shadow.
+      // Its type is made that much smaller instead (by 3 % at most), so that it fits; the observer
+      // calls again after the change, and a pixel still over takes another step.
+      if (over[j] > 0 && over[j] <= 3) {
+        var size = parseFloat(box.style.fontSize) || 100;
+        var fitted = Math.floor(10 * size * (widths[j][0] - 1) / widths[j][1]) / 10;
+        if (fitted >= 97) box.style.fontSize = fitted + "%";
+      }
       if (wide[j]) {
         if (box.getAttribute("tabindex") !== "0") box.setAttribute("tabindex", "0");
       } else if (box.getAttribute("tabindex") === "0") {

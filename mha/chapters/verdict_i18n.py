@@ -167,6 +167,8 @@ _UNIT = re.compile(
     r"|(?:\((?:[^()\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]|\([^()]*\))*\)|[^\s()\u2e80-\u9fff\u3000-\u303f\uff00-\uffef])+"
     r"|."
 )
+#: The longest group kept whole: a shape or a short call; a longer one (a line of code) breaks at its spaces.
+UNIT_MAX = 40
 #: Where a Chinese line breaks best when it must break: after a clause's punctuation.
 _CLAUSE_END = tuple("，；：。、")
 
@@ -175,7 +177,9 @@ def _units(text: str) -> list[str]:
     """``text`` cut where a line may break: code, a run of non-space non-CJK characters (a shape or a
     call whole), one CJK character, or spaces; opening punctuation stays with what follows it, closing
     punctuation with what precedes."""
-    tokens = _UNIT.findall(text)
+    tokens = []
+    for token in _UNIT.findall(text):  # a group longer than a shape or a short call breaks at its spaces
+        tokens += re.findall(r"\s+|\S+", token) if len(token) > UNIT_MAX and " " in token else [token]
     units: list[str] = []
     glue = False
     for token in tokens:

@@ -120,14 +120,46 @@ def panel_description(ax) -> dict:
     }
 
 
+#: The attribute of a figure that holds what it shows, in a sentence (:func:`finding`).
+FINDING = "_mha_finding"
+
+
+def finding(fig, text: str):
+    """Says what ``fig`` shows, in one sentence: its alt text opens with it, before the axes, ranges
+    and series (a screen reader hears the point first). Returns ``fig``.
+
+    >>> fig = finding(plt.gcf(), "Without scaling the largest weight nears 1 as d_k grows")
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"finding must be a sentence (a non-empty str), found {text!r}")
+    setattr(fig, FINDING, text.strip())
+    return fig
+
+
+#: What the next figure a cell shows says it shows (:func:`next_finding`), if it says nothing itself.
+_NEXT_FINDING: list[str] = []
+
+
+def next_finding(text: str) -> None:
+    """Says what the next figure shown shows (see :func:`finding`), from a cell before the one that
+    draws it: the chapter's visible code stays the drawing alone."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"finding must be a sentence (a non-empty str), found {text!r}")
+    _NEXT_FINDING[:] = [text.strip()]
+
+
 def figure_description(fig) -> dict:
-    """What ``fig`` plots: ``{"title", "legend", "panels": [panel_description, ...]}`` (no colour bars).
+    """What ``fig`` plots: ``{"title", "legend", "panels": [panel_description, ...]}`` (no colour bars),
+    and ``"finding"`` when :func:`finding` said what it shows.
 
     The figure must have been drawn (tick labels are set when it is drawn)."""
     title = _clean(fig._suptitle.get_text()) if getattr(fig, "_suptitle", None) is not None else ""
     legends = [text for legend in fig.legends for text in _texts(legend.get_texts())]
     panels = [panel_description(ax) for ax in fig.axes if ax.get_visible() and not hasattr(ax, "_colorbar")]
-    return {"title": title, "legend": legends, "panels": panels}
+    described = {"title": title, "legend": legends, "panels": panels}
+    if getattr(fig, FINDING, None):
+        described["finding"] = getattr(fig, FINDING)
+    return described
 
 
 # --------------------------------------------------------------------------------------------
@@ -272,6 +304,8 @@ def alt_text(description: dict, *, language: str = "en", tr=None) -> str:
         else:
             groups.append([same, [panel["title"]]])
     sentences = []
+    if description.get("finding"):  # what the figure shows, first
+        sentences.append(given(description["finding"]) if given else description["finding"])
     if description.get("title"):
         sentences.append(tr(description["title"]))
     if len(description["panels"]) > 1:
@@ -297,7 +331,7 @@ def alt_text(description: dict, *, language: str = "en", tr=None) -> str:
 
 def translatable(description: dict) -> set[str]:
     """The titles and labels of a description that the Chinese edition translates."""
-    found = {description.get("title", ""), *description.get("legend", [])}
+    found = {description.get("title", ""), description.get("finding", ""), *description.get("legend", [])}
     for panel in description["panels"]:
         found |= {panel["title"], panel["x"], panel["y"], *panel["series"], *panel.get("texts", [])}
     return {s for s in found if s and not _is_number(s)}
@@ -319,6 +353,8 @@ def figure_output(fig):
     if not data:  # a figure with nothing drawn: what the inline backend does
         return None
     width = int.from_bytes(base64.b64decode(data[:32])[16:20], "big")  # the PNG's IHDR width
+    if _NEXT_FINDING and not getattr(fig, FINDING, None):
+        finding(fig, _NEXT_FINDING.pop())
     description = figure_description(fig)
     metadata = {
         "width": width,
