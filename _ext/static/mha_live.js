@@ -96,7 +96,8 @@ function drawHead(canvas, weights, tokens, title, width) {
   g.font = `${font}px system-ui, sans-serif`;
   const label = Math.ceil(Math.max(...tokens.map(t => g.measureText(short(t)).width))) + 5;
   const cell = width ? Math.max(1, (width - label - 4) / n) : desktopCell;
-  const side = n * cell, step = Math.ceil(font / cell);
+  // a row as tall as the label but for its glyphs' 1.5 px of air is named; a thinner one every step-th
+  const side = n * cell, step = Math.max(1, Math.ceil((font - 1.5) / cell));
   canvas.width = Math.round((label + side + 4) * scale);
   canvas.height = Math.round((top + side + label) * scale);
   canvas.style.width = `${label + side + 4}px`;
@@ -324,7 +325,7 @@ function controls(ort, session, vocab, note, clicked) {
     const ms = Math.round(performance.now() - started);
     // most word pieces unknown to the vocabulary (a sentence in Chinese): the maps mean little
     const unknown = tokens.filter(t => t === "[UNK]").length, pieces = tokens.length - 2;
-    note.textContent = T.ran(tokens.length, ms) + (2 * unknown > pieces ? " " + T.unknown(unknown, pieces) : "");
+    note.textContent = T.ran(tokens.length, ms) + (2 * unknown > pieces ? (ZH ? "" : " ") + T.unknown(unknown, pieces) : "");
     draw();
     window.mhaLive.runs = (window.mhaLive.runs || 0) + 1;
     window.mhaLive.timings.sentences = [...(window.mhaLive.timings.sentences || []), ms];
