@@ -5,8 +5,8 @@
 #   make book             build the HTML book from the stored outputs (_build/html/index.html)
 #   make book-zh          build the Chinese edition from the same outputs (_build/html-zh/index.html)
 #   make gettext          after changing English text: update the Chinese catalogues (locales/zh_CN)
-#   make test             import layers, unit tests, nbval over every chapter (CPU) and three Chinese notebooks
-#                         (nbval-zh), both editions, the browser test
+#   make test             import layers, unit tests, nbval over every chapter (CPU) and the Chinese notebooks
+#                         (nbval-zh: five of them), both editions, the browser test
 #   make lint             import layers (lint-imports), ruff check and format (code and notebooks), chapter sync
 #   make format           ruff format the code and the chapters' code cells (chapters/*.md, through Jupytext)
 #   make notebooks        re-execute every chapter on the CPU and store its outputs (after changing code)
@@ -129,7 +129,7 @@ nbval: install
 
 # The Chinese notebooks the zh edition hands out (issue 47), run under nbval against what they store:
 # the English notebook's outputs, each checker's verdict in its stored Chinese text.
-NBVAL_ZH := 03_worked_example 04_build_it_yourself 05_parameter_analysis
+NBVAL_ZH := 01_single_head_limits 03_worked_example 04_build_it_yourself 05_parameter_analysis 11_pretrained_heads
 .PHONY: nbval-zh
 nbval-zh: install
 	rm -rf _build/nbval-zh
