@@ -58,7 +58,7 @@ CORRECT = {"en": "correct", "zh_CN": "正确"}
 def is_solution(cell) -> bool:
     """A solution cell: folded in the book (``hide-input``), opening with ``# a solution``."""
     tags = cell.get("metadata", {}).get("tags", [])
-    return cell.cell_type == "code" and "hide-input" in tags and cell.source.startswith("# a solution")
+    return cell.cell_type == "code" and "hide-input" in tags and cell.source.startswith(("# a solution", "# 参考答案"))
 
 
 def solve(nb) -> list[int]:

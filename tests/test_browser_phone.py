@@ -162,7 +162,9 @@ VERDICTS = r"""() => Array.from(document.querySelectorAll("main .mha-verdict pre
     for (const node of Array.from(pre.querySelectorAll("*")).concat([pre]).flatMap(e => Array.from(e.childNodes))) {
       if (node.nodeType !== 3) continue;
       for (const match of node.data.matchAll(unit)) {
-        if (!/[\s\u00a0]/.test(match[0])) continue;
+        // a unit that, with the word it is glued to, is longer than a shape or a short call may break
+        const word = (node.data.slice(0, match.index).match(/\S*$/) || [""])[0] + match[0];
+        if (!/[\s\u00a0]/.test(match[0]) || word.length > 40) continue;
         found.checked++;
         const range = document.createRange();
         range.setStart(node, match.index);
