@@ -19,6 +19,13 @@ stored as ``locales/zh_CN/<figures|frames>/<SHA-256 of the English image>.<ext>`
 (the twin's size and strings). Here each figure's image node is pointed at its twin (before Sphinx
 collects the images, so only the twin is copied) and each frame's data URI in an explorer's HTML is
 swapped for its twin's, with the frame's size. The English edition is left as it is.
+
+On a phone, a figure drawn for the desktop column would show its words at 5-8 CSS px. A figure
+that would has a phone rendering (``mha.viz.phone``), drawn in each edition when the chapters were
+executed and stored as ``locales/<language>/phone/<SHA-256 of the English image>.png``. Each page
+shows it through a ``<picture>`` whose ``<source>`` a screen no wider than ``mha.viz.phone.MEDIA``
+takes (with its own width and height, so nothing moves); the link under it still opens the
+desktop image. The file is copied to ``_images/phone/``.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import re
 from pathlib import Path
 
@@ -138,7 +146,59 @@ def set_figure_alts(app, doctree) -> None:
                 raw.replace_self(nodes.raw(raw.rawsource, swapped, format=raw.get("format", "html")))
 
 
+#: A figure output's image in a page's HTML: its file is named by the English PNG's SHA-256 (the
+#: Chinese twin keeps that name).
+FIGURE_IMG = re.compile(r'<img\b[^>]*\bsrc="(?P<root>[^"]*?)_images/(?P<digest>[0-9a-f]{64})\.png"[^>]*>')
+PHONE = "_images/phone"
+
+
+def load_phone(app) -> dict[str, dict]:
+    """SHA-256 of an English figure -> its phone rendering's entry (``file``, ``size``) in this edition."""
+    from mha_i18n import edition
+
+    cached = getattr(app, "mha_phone", None)
+    if cached is None:
+        path = Path(app.srcdir) / TWINS.format(language=edition(app), kind="phone") / "index.json"
+        cached = app.mha_phone = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    return cached
+
+
+def phone_pictures(body: str, phones: dict[str, dict], folder: Path, outdir: Path) -> str:
+    """``body`` with each figure that has a phone rendering in a ``<picture>`` that shows it on a
+    phone (the rendering copied to ``outdir/_images/phone/``)."""
+    from mha.viz.phone import MEDIA
+
+    def one(match: re.Match) -> str:
+        entry = phones.get(match.group("digest"))
+        if entry is None:
+            return match.group(0)
+        target = outdir / PHONE / entry["file"]
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            temporary = target.with_suffix(f".{os.getpid()}.part")
+            temporary.write_bytes((folder / entry["file"]).read_bytes())
+            temporary.replace(target)
+        width, height = entry["size"]
+        source = f'<source media="{MEDIA}" srcset="{match.group("root")}{PHONE}/{entry["file"]}" '
+        return f'<picture>{source}width="{width}" height="{height}" />{match.group(0)}</picture>'
+
+    return FIGURE_IMG.sub(one, body)
+
+
+def write_phone_pictures(app, pagename, templatename, context, doctree) -> None:
+    from mha_i18n import edition
+
+    body = context.get("body")
+    if not body or app.builder.format != "html" or "_images/" not in body:
+        return
+    phones = load_phone(app)
+    if phones:
+        folder = Path(app.srcdir) / TWINS.format(language=edition(app), kind="phone")
+        context["body"] = phone_pictures(body, phones, folder, Path(app.outdir))
+
+
 def setup(app):
     # before Sphinx's image collector (priority 500) copies the images the doctree names
     app.connect("doctree-read", set_figure_alts, priority=400)
+    app.connect("html-page-context", write_phone_pictures, priority=900)  # before mha_speed's lazy images
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from notebooks import ROOT, all_texts, notebook_path, out_of_sync, read_text, strip_volatile, text_path  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
-from mha.viz.figure_i18n import MISSING_ENV, TWINS_ENV, gather_twins  # noqa: E402
+from mha.viz.figure_i18n import MISSING_ENV, PHONE, TWINS_ENV, gather_twins  # noqa: E402
 
 #: Environment of the kernel: stored outputs are always generated on the CPU, without progress bars,
 #: with static explorers (every frame precomputed for the book) even when run from a live kernel.
@@ -158,6 +158,9 @@ def main(argv: list[str]) -> int:
         stored = [nbformat.read(path, as_version=4) for path in sorted((ROOT / "book").glob("*.ipynb"))]
         for kind, (kept, lacking) in gather_twins(TWINS, stored).items():
             print(f"Chinese twins of the {kind}: {kept}, {lacking} stored images without one")
+        for folder in (TWINS, ROOT / "locales" / "en"):  # the figures a phone shows drawn narrower
+            kept, _ = gather_twins(folder, stored, kinds=(PHONE,))[PHONE]
+            print(f"phone renderings in {folder.relative_to(ROOT)}: {kept}")
         if MISSING_LOG.exists():
             print(f"strings no phrasebook translates: {MISSING_LOG.relative_to(ROOT)}")
     return 1 if failures else 0

@@ -44,7 +44,6 @@ PAGES = toc_pages()
 PHONE = {"width": 390, "height": 844}
 #: What the book's script and styles say, per edition (_ext/static/mha_book.js, mha_book.css).
 SCROLL_CUE = {"en": "Scroll sideways →", "zh_CN": "左右滑动查看 →"}
-ENLARGE_CUE = {"en": "Tap to enlarge", "zh_CN": "点按放大"}
 FRAME_CUE = {"en": "Tap the figure to enlarge it, again to fit it", "zh_CN": "点按图片放大，再点按缩回"}
 #: A control's thumb and filled track against the card behind it (WCAG 1.4.11, non-text contrast).
 MIN_CONTROL_CONTRAST = 3.0
@@ -138,6 +137,7 @@ FIGURES = r"""() => Array.from(document.querySelectorAll("main img")).filter(img
   const visible = after.display !== "none" && after.visibility === "visible" && after.content !== "none";
   return {
     file: img.classList.contains("mha-explorer-frame") ? null : img.currentSrc.split("/").pop(),
+    phone: img.currentSrc.includes("/_images/phone/"),
     explorer: img.classList.contains("mha-explorer-frame"),
     id: img.closest("figure.mha-explorer") ? img.closest("figure.mha-explorer").id : null,
     href: holder.tagName === "A" ? holder.getAttribute("href") : null,
@@ -347,7 +347,9 @@ def test_code_names_wrap_only_at_their_seams(page_name, edition, server, browser
 
 @pytest.mark.parametrize("edition", list(EDITIONS))
 @pytest.mark.parametrize("page_name", PAGES)
-def test_figures_are_legible_or_one_tap_from_full_size(page_name, edition, server, browser):  # noqa: F811
+def test_figures_are_legible_and_explorers_one_tap_from_full_size(page_name, edition, server, browser):  # noqa: F811
+    """A figure's smallest text is at least 9 CSS px on a phone (shown as drawn, or its phone rendering,
+    ``mha.viz.phone``); an explorer's frame whose text is smaller says that a tap enlarges it."""
     stored = stored_figure_metadata()
     for figure in phone_page(browser, server, edition, page_name)["figures"]:
         if figure["explorer"]:
@@ -360,13 +362,23 @@ def test_figures_are_legible_or_one_tap_from_full_size(page_name, edition, serve
         where = f"{page_name} ({edition}): {figure['file'] or 'explorer ' + figure['id']}"
         assert points and dpi, f"{where} records no text size"
         px = points * dpi / 72 * figure["shown"] / figure["natural"]
+        if not figure["explorer"]:
+            shown = "its phone rendering" if figure["phone"] else "as drawn"
+            assert px >= describe.MIN_TEXT_PX, f"{where}: smallest text {px:.1f} CSS px on a phone ({shown})"
+            assert figure["href"] and figure["href"].endswith(figure["file"]), f"{where} is not a link to its image"
+            continue
         if px >= describe.MIN_TEXT_PX:
             continue
-        expected = FRAME_CUE[edition] if figure["explorer"] else ENLARGE_CUE[edition]
-        assert figure["cue"] == expected, f"{where}: smallest text {px:.1f} px and no visible {expected!r} under it"
+        assert figure["cue"] == FRAME_CUE[edition], f"{where}: smallest text {px:.1f} px and no visible cue under it"
         assert figure["cueHeight"] >= 8, f"{where}: its cue takes no room ({figure['cueHeight']:.0f} px)"
-        if not figure["explorer"]:
-            assert figure["href"] and figure["href"].endswith(figure["file"]), f"{where} is not a link to its image"
+
+
+@pytest.mark.parametrize("edition", list(EDITIONS))
+def test_a_phone_shows_the_phone_renderings(edition, server, browser):  # noqa: F811
+    """Not vacuous: the figures drawn too small for a phone are shown there in their phone rendering."""
+    figures = phone_page(browser, server, edition, "book/03_worked_example")["figures"]
+    phones = [f for f in figures if not f["explorer"] and f["phone"]]
+    assert len(phones) >= 2, [f["file"] for f in figures]
 
 
 def test_an_explorer_frame_enlarges_with_one_tap_and_says_so(server, browser):  # noqa: F811
@@ -390,15 +402,15 @@ def test_an_explorer_frame_enlarges_with_one_tap_and_says_so(server, browser):  
 
 @pytest.mark.parametrize("edition", list(EDITIONS))
 def test_a_figure_enlarges_in_place_with_one_tap_to_legible_text(edition, server, browser):  # noqa: F811
-    """A tap on a figure shown smaller than drawn shows it at its drawn width on the page (not the image
-    file at the screen's width, as small as before), where its smallest text is at least 9 CSS px; the
-    cue then says how to fit it, and a second tap fits it again."""
+    """A tap on a figure shown smaller than drawn (its phone rendering, on a phone) shows it at its drawn
+    width on the page, larger than the column (not the image file at the screen's width, as small as
+    before); the cue then says how to fit it, and a second tap fits it again."""
     stored = stored_figure_metadata()
     context, page, _ = new_tab(browser)
     try:
         url = f"{server}/{EDITIONS[edition]}/book/05_parameter_analysis.html"
         page.goto(url, wait_until="load")
-        figure = page.locator(".bd-article a.image-reference > img").first
+        figure = page.locator(".bd-article a.image-reference img").first
         figure.scroll_into_view_if_needed()
         figure.evaluate("img => img.decode()")
         natural, shown, file = figure.evaluate(
@@ -406,15 +418,13 @@ def test_a_figure_enlarges_in_place_with_one_tap_to_legible_text(edition, server
         )
         assert shown < natural - 1, "the figure is not shrunk on a phone: nothing to check"
         meta = stored[Path(file).stem][describe.META]
-        small = meta["text_pt"] * meta["dpi"] / 72 * shown / natural
-        assert small < describe.MIN_TEXT_PX, f"its text is {small:.1f} px already: the check sees nothing"
-        cue = "img => getComputedStyle(img.parentElement, '::after').content"
+        cue = "img => getComputedStyle(img.closest('a.image-reference'), '::after').content"
         before = figure.evaluate(cue)
         figure.click()
         enlarged = figure.evaluate("img => img.getBoundingClientRect().width")
         assert page.url == url, "the tap left the page"
         assert enlarged >= natural - 1, f"enlarged to {enlarged:.0f} px of {natural}"
-        assert meta["text_pt"] * meta["dpi"] / 72 * enlarged / natural >= describe.MIN_TEXT_PX
+        assert enlarged > shown + 50 and meta["text_pt"] * meta["dpi"] / 72 * enlarged / natural >= describe.MIN_TEXT_PX
         assert figure.evaluate(cue) != before, "enlarged, the cue still says to enlarge"
         figure.click()
         assert figure.evaluate("img => img.getBoundingClientRect().width") <= shown + 1

@@ -15,6 +15,7 @@ functions that compute all this are tested on figures made here.
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import json
 import re
@@ -27,7 +28,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 
-from mha.viz import describe  # noqa: E402
+from mha.viz import describe, phone  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "book").glob("*.ipynb"))
@@ -62,11 +63,13 @@ def stored_figures() -> list[dict]:
                 where = f"{notebook.stem} cell {index}"
                 if "image/png" in data:
                     meta = output.get("metadata", {}).get("image/png", {})
-                    width, _ = png_size(base64.b64decode(joined(data["image/png"])))
+                    png = base64.b64decode(joined(data["image/png"]))
+                    width, _ = png_size(png)
                     figures.append(
                         {
                             "id": f"{where} figure",
                             "kind": "figure",
+                            "digest": hashlib.sha256(png).hexdigest(),
                             "width": width,
                             "meta": meta,
                             "text_pt": meta.get(describe.META, {}).get("text_pt"),
@@ -122,6 +125,131 @@ def test_smallest_text_is_legible_at_the_column_width(figure):
         f"{figure['width']} px wide shown at most {column(figure)} px wide) is {px:.1f} CSS px tall, "
         f"under {describe.MIN_TEXT_PX:g}: larger fonts, a narrower figure or fewer panels"
     )
+
+
+SHOWN_FIGURES = [f for f in FIGURES if f["kind"] == "figure" and f["shown"]]
+PHONE_FOLDERS = {language: ROOT / "locales" / language / "phone" for language in ("en", "zh_CN")}
+
+
+def phone_index(language: str) -> dict:
+    path = PHONE_FOLDERS[language] / "index.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+@pytest.mark.parametrize("language", list(PHONE_FOLDERS))
+@pytest.mark.parametrize("figure", SHOWN_FIGURES, ids=[f["id"] for f in SHOWN_FIGURES])
+def test_a_figure_is_legible_in_a_phones_column(figure, language):
+    """In the column of a 360-px phone a figure's smallest text is at least 9 CSS px: as drawn, or in
+    its phone rendering in this edition, which crowds no more of its texts together than the figure."""
+    px = describe.text_px(figure["text_pt"], figure["dpi"], figure["width"], phone.PHONE_COLUMN_PX)
+    entry = phone_index(language).get(figure["digest"])
+    if px >= describe.MIN_TEXT_PX:
+        assert entry is None, f"{figure['id']}: legible as drawn ({px:.1f} px), yet a phone rendering is stored"
+        return
+    where = f"{figure['id']} ({language})"
+    assert entry is not None, f"{where}: {px:.1f} CSS px on a phone and no phone rendering: re-execute the chapter"
+    width, height = png_size((PHONE_FOLDERS[language] / entry["file"]).read_bytes())
+    assert [width, height] == entry["size"], f"{figure['id']}: the stored size is not the rendering's"
+    on_phone = describe.text_px(figure["text_pt"], figure["dpi"], width, phone.PHONE_COLUMN_PX)
+    assert on_phone >= describe.MIN_TEXT_PX, f"{where}: {on_phone:.1f} CSS px in its phone rendering"
+    assert entry["overlaps"] <= entry["desktop_overlaps"], (
+        f"{where}: {entry['overlaps']} overlapping texts in its phone rendering, "
+        f"{entry['desktop_overlaps']} in the figure"
+    )
+
+
+def test_every_phone_rendering_belongs_to_a_stored_figure():
+    digests = {f["digest"] for f in FIGURES if f["kind"] == "figure"}
+    for language, folder in PHONE_FOLDERS.items():
+        index = phone_index(language)
+        assert index, f"no phone renderings for {language}"
+        assert set(index) <= digests, f"{language}: renderings of no stored figure: {sorted(set(index) - digests)[:3]}"
+        files = {p.name for p in folder.glob("*.png")}
+        assert files == {entry["file"] for entry in index.values()}, f"{language}: files and index.json differ"
+
+
+def test_phone_width_keeps_the_smallest_text_legible_in_the_phones_column():
+    assert phone.phone_width_px(300, 8, describe.MIN_TEXT_PX) is None  # narrower than the column: shown as drawn
+    assert phone.phone_width_px(600, 20, describe.MIN_TEXT_PX) is None  # 20 px x 328 / 600 = 10.9 px
+    width = phone.phone_width_px(930, 13.9, describe.MIN_TEXT_PX)
+    assert describe.text_px(10, 100, width, phone.PHONE_COLUMN_PX) >= describe.MIN_TEXT_PX
+    assert describe.text_px(10, 100, width + 12, phone.PHONE_COLUMN_PX) < describe.MIN_TEXT_PX  # not much narrower
+
+
+def _print_png(fig) -> bytes:
+    from IPython.core.pylabtools import print_figure
+
+    return print_figure(fig, "png", bbox_inches="tight")
+
+
+def _heatmap_row(panels: int, colorbars: bool = False):
+    fig, axes = plt.subplots(1, panels, figsize=(9.4, 3.5))
+    for ax in axes:
+        image = ax.imshow([[0.5] * 5] * 5)
+        for i in range(5):
+            for j in range(5):
+                ax.text(j, i, "0.09", ha="center", va="center", fontsize=10)
+        ax.set_title("head")
+        if colorbars:
+            fig.colorbar(image, ax=ax)
+    fig.suptitle("The weights of three heads, each over the same five tokens, side by side")
+    fig.tight_layout()
+    return fig, axes
+
+
+@pytest.mark.parametrize("colorbars", [False, True])
+def test_a_row_of_panels_is_restacked_for_a_phone_and_restored(colorbars):
+    """Three heatmaps in a row, with a number in each cell: squeezed to a phone's width their numbers
+    would overlap; restacked one under another (each with its colorbar), none does, the long suptitle
+    is wrapped, and the figure is as it was after."""
+    from mha.viz import layout
+
+    fig, axes = _heatmap_row(3, colorbars)
+    fig.canvas.draw()  # a colorbar takes its aspect when drawn
+    desktop = fig.get_size_inches().tolist()
+    positions = [b for ax in fig.axes for b in ax.get_position().bounds]
+    title = fig._suptitle.get_text()
+    assert len(phone.cells(fig)) == 3
+    png, overlaps, how = phone.phone_renderings(fig, 930, 10, describe.MIN_TEXT_PX, _print_png)["en"]
+    width, height = png_size(png)
+    assert how == "restacked" and overlaps == 0 and height > 2 * width, (how, overlaps, width, height)
+    assert describe.text_px(10, 100, width, phone.PHONE_COLUMN_PX) >= describe.MIN_TEXT_PX
+    assert fig.get_size_inches().tolist() == desktop and fig._suptitle.get_text() == title
+    assert [b for ax in fig.axes for b in ax.get_position().bounds] == pytest.approx(positions)
+    assert all(ax.get_visible() for ax in fig.axes)
+    with phone.resized(fig, width / 930):  # the control: the same figure only squeezed
+        assert len(layout.overlapping_texts(fig)) > 0
+
+
+def test_a_figure_may_draw_itself_for_a_phone():
+    """A grid of labelled cells, squeezed, would crowd its labels: it names its own phone drawing."""
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    ax.imshow([[0] * 12] * 6)
+    drawn = []
+
+    def transposed():
+        phone_fig, phone_ax = plt.subplots(figsize=(3.2, 5.0))
+        phone_ax.imshow([[0] * 6] * 12)
+        drawn.append(phone_fig)
+        return phone_fig
+
+    assert phone.phone_figure(fig, transposed) is fig
+    png, overlaps, how = phone.phone_renderings(fig, 800, 10, describe.MIN_TEXT_PX, _print_png)["en"]
+    assert how == "its own" and overlaps == 0 and png_size(png)[0] <= 495
+    assert drawn and not plt.fignum_exists(drawn[0].number), "the phone's figure is not closed after"
+
+
+def test_a_single_panel_is_drawn_narrower_for_a_phone():
+    fig, ax = plt.subplots(figsize=(7.9, 3))
+    ax.plot([1, 2, 3], [1, 4, 9], label="squares")
+    ax.set_xlabel("n")
+    ax.set_ylabel("n squared")
+    ax.legend()
+    fig.tight_layout()
+    assert phone.cells(fig) == []
+    png, overlaps, how = phone.phone_renderings(fig, 790, 10, describe.MIN_TEXT_PX, _print_png)["en"]
+    assert how == "narrower" and overlaps == 0
+    assert describe.text_px(10, 100, png_size(png)[0], phone.PHONE_COLUMN_PX) >= describe.MIN_TEXT_PX
 
 
 @pytest.mark.parametrize("figure", FIGURES, ids=[f["id"] for f in FIGURES])

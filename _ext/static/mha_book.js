@@ -141,9 +141,9 @@
 
   // A figure (a link to its image) or an explorer's frame shown at its full width offers no tap.
   function markFullSizeFigures() {
-    var images = document.querySelectorAll(".bd-article a.image-reference > img, figure.mha-explorer img.mha-explorer-frame");
+    var images = document.querySelectorAll(".bd-article a.image-reference img, figure.mha-explorer img.mha-explorer-frame");
     function check(img) {
-      var holder = img.parentElement;
+      var holder = img.closest("a.image-reference") || img.parentElement;  // a figure's img may sit in a <picture>
       var natural = img.naturalWidth || parseFloat(img.getAttribute("width") || img.style.width) || 0;
       var enlarged = img.style.maxWidth === "none";
       holder.classList.toggle("mha-full-size", !enlarged && natural > 0 && img.clientWidth >= natural - 1);

@@ -1,4 +1,5 @@
-"""Chapter 4's figures: projections cut into heads, FLOPs and parameters against n and h, the KV cache.
+"""The parameter-analysis chapter's figures: projections cut into heads, FLOPs and parameters against n
+and h, the KV cache.
 
 The numbers come from :mod:`mha.chapters.configs` (built on :mod:`mha.counting`).
 """
@@ -25,19 +26,26 @@ from ..counting import attention_params
 from .artists import spines, suptitle
 from .controls import Choice, IntRange
 from .live import LiveFigure
+from .phone import phone_figure
 from .plotting import head_color, use_style
 
 
-def plot_projection_strips(heads=(1, 4)):
+def plot_projection_strips(heads=(1, 4), transposed: bool = False):
     """The four d_model x d_model projections, cut into one strip per head (one row per h).
 
     W_Q, W_K, W_V are cut into h column strips (head i's d_model x d_k block), W_O into h row
     strips (the rows that head i's output multiplies). More heads, thinner strips, same area.
+    ``transposed``: one row per projection, one column per h (the figure a phone shows).
     """
     use_style()
-    fig, axes = plt.subplots(len(heads), 4, figsize=(8.0, 2.0 * len(heads) + 0.4), squeeze=False)
+    names = ("$W^Q$", "$W^K$", "$W^V$", "$W^O$")
+    shape = (4, len(heads)) if transposed else (len(heads), 4)
+    figsize = (1.9 * len(heads) + 0.6, 7.6) if transposed else (8.0, 2.0 * len(heads) + 0.4)
+    fig, grid = plt.subplots(*shape, figsize=figsize, squeeze=False)
+    axes = grid.T if transposed else grid  # one row of axes per h
     for r, (row, h) in enumerate(zip(axes, heads)):
-        for ax, name in zip(row, ("$W^Q$", "$W^K$", "$W^V$", "$W^O$")):
+        strips = "one block" if h == 1 else f"{h} strips, one per head"
+        for c, (ax, name) in enumerate(zip(row, names)):
             for i in range(h):
                 xy, size = ((0, 1 - (i + 1) / h), (1, 1 / h)) if name == "$W^O$" else ((i / h, 0), (1 / h, 1))
                 ax.add_patch(Rectangle(xy, *size, facecolor=head_color(i), edgecolor="white", lw=2, alpha=0.85))
@@ -47,15 +55,22 @@ def plot_projection_strips(heads=(1, 4)):
             ax.set_xticks([])
             ax.set_yticks([])
             ax.spines[:].set_visible(False)
-            if r == 0:
+            if transposed:
+                if r == 0:
+                    ax.set_ylabel(name, rotation=0, ha="right", va="center")
+                if c == 0:
+                    ax.set_title(f"h = {h}\n({strips})", fontsize=10)
+            elif r == 0:
                 ax.set_title(name)
-        strips = "one block" if h == 1 else f"{h} strips, one per head"
-        row[0].set_ylabel(f"h = {h}\n({strips})")
+        if not transposed:
+            row[0].set_ylabel(f"h = {h}\n({strips})")
     fig.suptitle(
         "Four $d_{\\mathrm{model}} \\times d_{\\mathrm{model}}$ projections: heads cut them into strips, "
         "they add nothing",
         fontsize=11,
     )
+    if not transposed:
+        phone_figure(fig, lambda: plot_projection_strips(heads, transposed=True))
     fig.tight_layout()
     return fig
 
@@ -325,7 +340,7 @@ KV_EXPLORER_TEXT = {
 
 
 def cost_explorer():
-    """Chapter 5's first explorer: parameters against h and FLOPs against n, for one layer.
+    """The parameter-analysis chapter's first explorer: parameters against h and FLOPs against n, for one layer.
 
     It opens on GPT-2 small's layer at its 1,024-token context (``COST_INITIAL``).
     """
@@ -335,7 +350,7 @@ def cost_explorer():
 
 
 def kv_explorer():
-    """Chapter 5's second explorer: the KV cache against the context, and what fits in 24 GiB.
+    """The parameter-analysis chapter's second explorer: the KV cache against the context, and what fits in 24 GiB.
 
     It opens on Llama 2 7B's cache in fp16, batch 8 (``KV_INITIAL``): not on exercise 1's answer.
     """

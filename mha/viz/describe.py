@@ -24,7 +24,9 @@ from __future__ import annotations
 import base64
 import re
 
+from . import layout
 from .figure_i18n import draw_in_chinese, drawn_texts, plain_math, twins_folder, write_twin
+from .phone import png_size as phone_size
 
 #: The width of the book's text column at desktop size (1280 x 800), in CSS pixels, as measured in
 #: the built book: a figure output's image (``tests/test_browser_figures.py`` checks it) ...
@@ -365,4 +367,27 @@ def figure_output(fig):
         twin, pairs = draw_in_chinese(fig, lambda f: print_figure(f, "png", bbox_inches="tight"))
         size = (int.from_bytes(twin[16:20], "big"), int.from_bytes(twin[20:24], "big"))
         write_twin("figures", base64.b64decode(data), twin, "png", pairs, size)
+        _write_phone_renderings(fig, base64.b64decode(data), width, metadata[META]["text_pt"])
     return data, metadata
+
+
+def _write_phone_renderings(fig, english: bytes, width: int, text_pt: float) -> None:
+    """Draws ``fig`` for a phone (:mod:`mha.viz.phone`), in both editions, and stores both."""
+    from IPython.core.pylabtools import print_figure
+
+    from .figure_i18n import write_rendering
+    from .phone import phone_renderings
+
+    def draw(f):
+        return print_figure(f, "png", bbox_inches="tight")
+
+    desktop = {"en": len(layout.overlapping_texts(fig))}
+    desktop["zh_CN"] = draw_in_chinese(fig, lambda f: len(layout.overlapping_texts(f)))[0]
+    found = phone_renderings(fig, width, text_pt, MIN_TEXT_PX, draw, lambda f, render: draw_in_chinese(f, render)[0])
+    if found is None:
+        return
+    for language in ("en", "zh_CN"):
+        image, overlaps, how = found[language]
+        sidecar = {"size": list(phone_size(image)), "how": how, "overlaps": overlaps}
+        sidecar["desktop_overlaps"] = desktop[language]
+        write_rendering(twins_folder().parent / language / "phone", english, image, sidecar)

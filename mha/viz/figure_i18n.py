@@ -269,6 +269,17 @@ def write_twin(kind: str, english: bytes, twin: bytes, ext: str, pairs: list, si
     return path
 
 
+def write_rendering(folder: Path, english: bytes, image: bytes, sidecar: dict) -> Path:
+    """Stores another rendering of the image ``english`` (a phone's, :mod:`mha.viz.phone`) in
+    ``folder``, named by the English image's SHA-256, with its sidecar (folded by :func:`gather_twins`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256(english).hexdigest()
+    path = folder / f"{digest}.png"
+    path.write_bytes(image)
+    (folder / f"{digest}.json").write_text(json.dumps({**sidecar, "file": path.name}), encoding="utf-8")
+    return path
+
+
 # --------------------------------------------------------------------------------------------
 # The twins a stored notebook needs
 # --------------------------------------------------------------------------------------------
@@ -276,6 +287,9 @@ def write_twin(kind: str, english: bytes, twin: bytes, ext: str, pairs: list, si
 #: An explorer frame in a stored output's HTML (:mod:`mha.viz.widgets`): a data URI.
 FRAME_URI = re.compile(r"data:image/(webp|png);base64,([A-Za-z0-9+/=]+)")
 KINDS = ("figures", "frames")
+#: A kind of rendering that is named by an image of another kind: a phone's rendering of a figure.
+RENDERS = {"phone": "figures"}
+PHONE = "phone"
 
 
 def notebook_images(notebook: dict) -> dict[str, list[bytes]]:
@@ -303,12 +317,14 @@ def twin_index(folder: Path, kind: str) -> dict[str, dict]:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
 
-def gather_twins(folder: Path, notebooks: list[dict]) -> dict[str, tuple[int, int]]:
+def gather_twins(folder: Path, notebooks: list[dict], kinds=KINDS) -> dict[str, tuple[int, int]]:
     """Folds the sidecars the kernels wrote into each kind's ``index.json`` and deletes every twin
-    that no stored image in ``notebooks`` names. Returns ``{kind: (twins kept, images without one)}``."""
+    that no stored image in ``notebooks`` names. Returns ``{kind: (twins kept, images without one)}``.
+    A phone rendering (kind ``phone``) is named by its figure: only a figure too small on a phone has one."""
     counts = {}
-    for kind in KINDS:
-        wanted = {hashlib.sha256(image).hexdigest() for nb in notebooks for image in notebook_images(nb)[kind]}
+    for kind in kinds:
+        images = (image for nb in notebooks for image in notebook_images(nb)[RENDERS.get(kind, kind)])
+        wanted = {hashlib.sha256(image).hexdigest() for image in images}
         index = twin_index(folder, kind)
         place = folder / kind
         for sidecar in sorted(place.glob("*.json")) if place.exists() else []:

@@ -1,5 +1,5 @@
-"""Chapter 7's figures: all-MiniLM-L6-v2's heads as thumbnails, the "it" margins, the census,
-head similarity and the ablation study.
+"""The pretrained-heads chapter's figures: all-MiniLM-L6-v2's heads as thumbnails, the "it" margins, the
+census, head similarity and the ablation study.
 
 The numbers come from :mod:`mha.chapters.pretrained_analysis`; the model is :mod:`mha.bert`.
 """
@@ -16,6 +16,7 @@ from ..chapters.pretrained_analysis import TWIN_SENTENCES
 from ..chapters.pretrained_twins import sentence_attention
 from .layout import place_labels
 from .live import LiveFigure
+from .phone import phone_figure
 from .plotting import head_color, use_style
 
 
@@ -130,7 +131,7 @@ def plot_layer_heads(weights: np.ndarray, tokens, layer: int, *, title: str, fir
 
 
 def layer_explorer(resolution: dict):
-    """``render(layer, sentence, first_head=1)`` for :func:`mha.widgets.explorer`: six heads of one
+    """``render(layer, sentence, first_head=1)`` for :func:`mha.viz.widgets.explorer`: six heads of one
     layer on one twin.
 
     ``resolution`` is :func:`it_resolution`'s result; ``layer`` is 1-based, as the book counts.
@@ -155,7 +156,7 @@ def _layer_title(layer: int, words: str, first_head: int) -> str:
 
 
 class SentenceHeads(LiveFigure):
-    """Six heads of one layer of the model on a sentence the reader types (chapter 11's explorer).
+    """Six heads of one layer of the model on a sentence the reader types (the pretrained-heads chapter's explorer).
 
     ``known`` maps sentences to ``(tokens, weights (L, H, T, T))`` already computed (the chapter's
     twins); any other sentence runs the model (:func:`~mha.chapters.pretrained_twins.sentence_attention`),
@@ -270,25 +271,34 @@ CENSUS_COLORS = {
 }
 
 
-def plot_census(labels: np.ndarray, *, marks: np.ndarray | None = None):
-    """The census as a layers x heads grid coloured by label; ``marks`` (bool (L, H)) adds a star."""
+def plot_census(labels: np.ndarray, *, marks: np.ndarray | None = None, transposed: bool = False):
+    """The census as a layers x heads grid coloured by label; ``marks`` (bool (L, H)) adds a star.
+    ``transposed``: heads down, layers across (the figure a phone shows, :mod:`mha.viz.phone`)."""
     use_style()
 
     names = list(CENSUS_COLORS)
     codes = np.vectorize(names.index)(labels)  # (L, H) ints
-    fig, ax = plt.subplots(figsize=(8.0, 3.6))
+    fig, ax = plt.subplots(figsize=(3.9, 6.4) if transposed else (8.0, 3.6))
     ax.imshow(
-        codes, cmap=matplotlib.colors.ListedColormap(list(CENSUS_COLORS.values())), vmin=-0.5, vmax=len(names) - 0.5
+        codes.T if transposed else codes,
+        cmap=matplotlib.colors.ListedColormap(list(CENSUS_COLORS.values())),
+        vmin=-0.5,
+        vmax=len(names) - 0.5,
     )
     for (layer, head), label in np.ndenumerate(labels):
         star = "*" if marks is not None and marks[layer, head] else ""
         short = {"previous": "prev", "special": "spec"}.get(label, label)
-        ax.text(head, layer, short + star, ha="center", va="center", fontsize=8)
-    ax.set_xticks(range(labels.shape[1]), [str(h + 1) for h in range(labels.shape[1])])
-    ax.set_yticks(range(labels.shape[0]), [str(layer + 1) for layer in range(labels.shape[0])])
-    ax.set_xlabel("head")
-    ax.set_ylabel("layer")
+        x, y = (layer, head) if transposed else (head, layer)
+        ax.text(x, y, short + star, ha="center", va="center", fontsize=8)
+    heads = [str(h + 1) for h in range(labels.shape[1])]
+    layers = [str(layer + 1) for layer in range(labels.shape[0])]
+    (ax.set_yticks if transposed else ax.set_xticks)(range(labels.shape[1]), heads)
+    (ax.set_xticks if transposed else ax.set_yticks)(range(labels.shape[0]), layers)
+    ax.set_xlabel("layer" if transposed else "head")
+    ax.set_ylabel("head" if transposed else "layer")
     ax.set_title('What each head mostly does (* = points "it" at the right noun in both twins)')
+    if not transposed:
+        phone_figure(fig, lambda: plot_census(labels, marks=marks, transposed=True))
     fig.tight_layout()
     return fig
 
