@@ -113,12 +113,13 @@ check-notebooks: install
 
 # The package's layers (import-linter contracts in pyproject.toml), ruff (lint and format) on the
 # code and on the chapters' notebooks (whose code comes from chapters/*.md: fix findings there, then
-# `make notebooks`), and the chapters' two forms in sync.
+# `make notebooks`), the chapters' two forms in sync, and the README's table of chapters current.
 lint: install
 	$(VENV)/bin/lint-imports --no-logo
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) scripts/check_sync.py
+	$(PY) scripts/chapter_table.py --check
 
 unit: install
 	$(PY) -m pytest -p no:cacheprovider tests --ignore-glob='*/test_browser*.py'

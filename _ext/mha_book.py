@@ -190,8 +190,8 @@ def image_size(path: Path) -> tuple[int, int] | None:
 def size_images(body: str, files: dict[str, Path]) -> str:
     """Gives each image of ``body`` its own width and height (``files``: its name in ``_images/`` -> its file).
 
-    An image that had none was 0 px high until its file arrived: on a busy machine chapter 2's first
-    figure arrived after the first layout and pushed the text below it off the screen (layout shift
+    An image that had none was 0 px high until its file arrived: on a busy machine the multi-head-math
+    chapter's first figure arrived after the first layout and pushed the text below it off the screen (layout shift
     0.053-0.068). With them the browser keeps the image's place, at its aspect ratio, from the start;
     the page's CSS still sets the width (``style``, ``max-width``) and ``mha_book.css`` the height to auto.
     """

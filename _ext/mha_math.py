@@ -20,8 +20,8 @@ What this extension adds to sphinxcontrib-katex:
 * a page with math asks, in its head before its CSS, for the KaTeX fonts its formulas use (``fonts_used``:
   the two every formula needs, and those its classes call for, such as big delimiters' Size1-4 or
   AMS): otherwise they arrived after the first layout, and formulas laid out first in a fallback font
-  grew and moved the text (chapter 11: layout shift 0.045, 0.0003 with two fonts preloaded; the others
-  a formula uses, for the same reason: chapter 2's big delimiters are drawn in Size1-3);
+  grew and moved the text (the pretrained-heads page: layout shift 0.045, 0.0003 with two fonts preloaded; the others
+  a formula uses, for the same reason: the multi-head-math chapter's big delimiters are drawn in Size1-3);
 * only KaTeX's CSS and its WOFF2 fonts are copied into the book (every browser the book supports
   reads WOFF2): about 0.3 MB, where the MathJax the book loaded took 3 MB;
 * a KaTeX server that is slow or gone never fails the build (:class:`KaTeXProcess`). On a loaded 2-core

@@ -1,9 +1,10 @@
-"""Run a chapter from its page (issue 34): the notebook and the ``mha`` package, downloaded from the book.
+"""Run a chapter from its page, without the repository: the notebook and the ``mha`` package, downloaded
+from the book.
 
 Every chapter page gets a folded box, "Run this chapter yourself", under its title: a link to the
 chapter's notebook (with its stored outputs, as Sphinx publishes it under ``_sources/``), a link to
 the ``mha`` wheel (built into the book, its data files included, so the book is the only thing to
-download), and the two commands that run the chapter in any Jupyter. Chapter 10 reads the
+download), and the two commands that run the chapter in any Jupyter. The making-it-fast chapter reads the
 benchmark results of the repository (``benchmarks/results``); its box says so and gives the clone.
 
 The wheel is built once per book build, from a copy of ``pyproject.toml`` and ``mha/`` in a
@@ -22,16 +23,18 @@ import sys
 import tempfile
 from pathlib import Path
 
+from mha.chapters import chapter
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 from notebooks import chapter_messages, write_learner_notebook  # noqa: E402  (scripts/notebooks.py)
 
 #: Where the wheel is published, relative to the book's root folder.
 DOWNLOADS = "_downloads/mha"
-#: The extras a chapter needs beyond the package (chapter 11 reads a pretrained model).
-EXTRAS = {"book/11_pretrained_heads": "chapters,pretrained"}
+#: The extras a chapter needs beyond the package (the pretrained-heads chapter reads a pretrained model).
+EXTRAS = {chapter("pretrained_heads").page: "chapters,pretrained"}
 #: Chapters that read files of the repository, not of the package.
-NEEDS_REPOSITORY = {"book/10_making_it_fast": "benchmarks/results"}
+NEEDS_REPOSITORY = {chapter("making_it_fast").page: "benchmarks/results"}
 
 #: PyTorch's CPU-only wheels (PyTorch's own package index; the range is the wheel's, pyproject.toml).
 CPU_TORCH = 'pip install "torch>=2.5" --index-url https://download.pytorch.org/whl/cpu'

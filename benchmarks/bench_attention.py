@@ -13,7 +13,7 @@ Writes ``benchmarks/results/<device>.json`` and ``.md``, and appends the run's s
   round from a recorded seed (``benchmarks.timing.time_side_by_side``): median and interquartile
   range of the samples, and per-round ratios. The record names the CPU model, core count, torch,
   ISA, threads, the load before and after, and which SDPA backend each implementation ran.
-* **Verdicts**: every comparison chapter 10 makes (``mha.chapters.perf_results.comparison_family``,
+* **Verdicts**: every comparison the making-it-fast chapter makes (``mha.chapters.perf_results.comparison_family``,
   fixed and recorded before the first timing) gets the median per-round ratio and its exact
   interval at the Bonferroni level for the whole family; a difference is called only when the
   interval excludes 1 (``mha.chapters.perf_stats``).

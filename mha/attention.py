@@ -147,7 +147,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, dropout_p=0.
 
     ``scale`` defaults to 1/√Dh: with unit-variance entries, q·k has variance Dh, and
     without the scale a large Dh pushes the softmax into saturation, where its gradient
-    vanishes (chapter 2 shows it).
+    vanishes (the multi-head-math chapter shows it).
 
     ``mask`` is either boolean, **True = may attend** (the convention of
     ``torch.nn.functional.scaled_dot_product_attention``), or an additive float mask added
@@ -239,7 +239,7 @@ def average_heads(weights: torch.Tensor) -> torch.Tensor:
 def entropy_bits(probs: torch.Tensor) -> torch.Tensor:
     """Shannon entropy in bits over the last axis: 0 for one-hot, log2(S) for uniform.
 
-    How spread out a query's attention weights are (chapter 2's saturated softmax has almost 0).
+    How spread out a query's attention weights are (the multi-head-math chapter's saturated softmax has almost 0).
 
     Shapes:
         probs (..., S) -> returns (...).

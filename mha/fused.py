@@ -1,6 +1,6 @@
 """The fast path of self-attention: one matmul for Q, K and V, and PyTorch's fused attention kernel.
 
-Neither changes what is computed, only how fast and with how much memory (chapter 6 measures both):
+Neither changes what is computed, only how fast and with how much memory (the making-it-fast chapter measures both):
 
 * :func:`fused_qkv_projection`: the three projections of self-attention as one matrix product,
   ``x [W_Q; W_K; W_V]ᵀ``, through :class:`FusedLinear`, whose forward pass concatenates the weights
@@ -71,8 +71,8 @@ class FusedLinear(torch.autograd.Function):
 
 def fused_qkv_projection(x: torch.Tensor, q_proj: nn.Linear, k_proj: nn.Linear, v_proj: nn.Linear):
     """Q, K and V of self-attention in one matmul: the same numbers as three separate products,
-    in one larger product, which may keep the hardware busier than three smaller ones (chapter 6
-    measures it: a small gain on a CPU, in one run).
+    in one larger product, which may keep the hardware busier than three smaller ones (the
+    making-it-fast chapter measures it: a small gain on a CPU, in one run).
 
     Shapes:
         x (B, T, D).

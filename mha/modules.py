@@ -433,7 +433,7 @@ class FusedMultiHeadAttention(GroupedQueryAttention):
     Self-attention projects Q, K and V in one matrix product (:func:`mha.fused.fused_qkv_projection`),
     and ``need_weights=False`` runs PyTorch's fused attention kernel (:func:`mha.fused.fused_attention`).
     It is grouped-query attention with one key/value head per query head (G = H), so it also decodes
-    with a KV cache (:meth:`decode_step`). Chapter 6 and ``benchmarks/`` time it against
+    with a KV cache (:meth:`decode_step`). The making-it-fast chapter and ``benchmarks/`` time it against
     ``torch.nn.MultiheadAttention``; a test proves that it computes what :class:`MultiHeadAttention`
     computes.
 

@@ -26,7 +26,7 @@ never narrower than :data:`MIN_HALF_WIDTH` (0.01, the two decimals a chapter pri
 at) or one scored position either way, clipped to [0, 1] and rounded outward to 4 decimals. The
 floor matters only where every computation gave the same value, so that the spread gives no scale:
 emulated CPUs cover only two distinct kernel sets, and a real AVX2 machine measured neither emulated
-value (chapter 8's one-head probe: 0.7795), so a band of one position would test the emulation, not
+value (the head-count experiments' one-head probe: 0.7795), so a band of one position would test the emulation, not
 portability. Elsewhere the width comes from the measured spread alone.
 """
 

@@ -1,4 +1,4 @@
-"""Chapter 11's encoder for the reader's browser (issue 37): ``mha.bert`` exported to ONNX.
+"""The pretrained-heads chapter's encoder for the reader's browser: ``mha.bert`` exported to ONNX.
 
     python scripts/export_onnx.py OUT_DIR
 
@@ -9,7 +9,7 @@ writes, into ``OUT_DIR``:
   (dynamo, opset 18) with one input, ``input_ids`` (1, T), and one output, ``attentions``
   (L, 1, H, T, T): every head's weights. Its weights are *stored* in fp16 and widened to fp32 before
   use (a ``Cast`` each), so the browser computes in fp32 from half the bytes: 42.6 MB. Measured on the
-  browser test's sentences and chapter 11's twins (ONNX Runtime against PyTorch, the largest change
+  browser test's sentences and the pretrained-heads chapter's twins (ONNX Runtime against PyTorch, the largest change
   of any attention weight): every matrix in fp16, 7.3e-4 (the FFN's kept in fp32: 5.9e-4, 48.5 MB);
   int8 per row, to 21.8 MB, moved weights by up to 6.1e-2, int8 for the attention projections alone
   by 2.1e-2: over the 1e-2 that the maps' 0-1 colour scale hides, so no matrix is int8;

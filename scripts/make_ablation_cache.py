@@ -1,4 +1,4 @@
-"""Recompute chapter 7's pruning study of all-MiniLM-L6-v2 and store it with its provenance.
+"""Recompute the pretrained-heads chapter's pruning study of all-MiniLM-L6-v2 and store it with its provenance.
 
 Usage: python scripts/make_ablation_cache.py   (one thread, float32 on the CPU, with a progress bar:
 17 minutes on a busy shared 2-core machine, the time it records in its provenance; most of it is
@@ -34,7 +34,7 @@ from mha.provenance import provenance
 
 
 def parking_heads(model, tokenizer) -> list[int]:
-    """The census's "special" heads (flat indices), computed as chapter 7 computes them."""
+    """The census's "special" heads (flat indices), computed as the pretrained-heads chapter computes them."""
     pairs = analysis.load_sentence_pairs()
     sentences = [a for a, _ in pairs] + [b for _, b in pairs]
     _, maps = analysis.attention_maps(model, tokenizer, sentences)
@@ -48,7 +48,7 @@ def progress_bar(total: int):
         from tqdm.auto import tqdm
     except ImportError:
         return lambda n=1: None, None
-    bar = tqdm(total=total, desc="chapter 7 pruning study", unit="pass", smoothing=0.05)
+    bar = tqdm(total=total, desc="pretrained-heads pruning study", unit="pass", smoothing=0.05)
     return bar.update, bar
 
 

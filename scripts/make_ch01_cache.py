@@ -1,4 +1,4 @@
-"""Train chapter 1's grid of models (relations r x heads h x seeds x readouts) and its learning
+"""Train the single-head-limits chapter's grid of models (relations r x heads h x seeds x readouts) and its learning
 curves, and cache the results.
 
 Usage: python scripts/make_ch01_cache.py [--fresh] [--only grid|curves] [--readout mlp|linear]
@@ -68,7 +68,7 @@ def progress(total: int):
         from tqdm.auto import tqdm
     except ImportError:  # pragma: no cover
         return None
-    return tqdm(total=total, desc="chapter 1 grid and curves", unit="run")
+    return tqdm(total=total, desc="head-count grid and curves", unit="run")
 
 
 def train_curve(cache: dict, key: tuple) -> None:

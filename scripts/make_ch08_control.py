@@ -1,4 +1,5 @@
-"""Train chapter 8's control, and cache it: one head on r = 4 with other learning rates and a wider readout.
+"""Train the head-count experiments' control, and cache it: one head on r = 4 with other learning rates
+and a wider readout.
 
 Usage: python scripts/make_ch08_control.py [--fresh]
 

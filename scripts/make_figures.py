@@ -1,4 +1,6 @@
-"""Write the book's figures that are drawn by code but shown as files: the whole-layer diagram of chapter 2.
+"""Write the book's figures that are drawn by code but shown as files: the whole-layer diagram.
+
+The multi-head-math chapter shows it.
 
 Usage: python scripts/make_figures.py [--check]
 

@@ -1,4 +1,4 @@
-"""Train every run of chapter 9's sweeps and cache the results with their learning curves.
+"""Train every run of the merging experiments' sweeps and cache the results with their learning curves.
 
 Usage: python scripts/make_merge_results.py [--fresh]
 
@@ -10,7 +10,7 @@ budget on the way (about 17 min on an idle core). The file is rewritten after ev
 already in it are skipped, so an interrupted build resumes; ``--fresh`` starts over (do that after
 changing ``mha/chapters/task.py``, ``merging.py`` or ``merge_training.py``).
 
-Writes ``mha/data/merge_results.json``; chapter 9 reads it and re-runs two runs live, checked
+Writes ``mha/data/merge_results.json``; the merging experiments read it and re-runs two runs live, checked
 against the bands of ``mha/data/portability.json`` (``scripts/measure_portability.py``).
 """
 
@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
         "training": "CPU, one thread, float32 (mha.chapters.task.train_and_evaluate)",
     }
     data = {
-        "about": "chapter 9's merge sweeps; made by scripts/make_merge_results.py",
+        "about": "the merging experiments' merge sweeps; made by scripts/make_merge_results.py",
         "settings": settings,
         "runs": [],
     }
@@ -60,7 +60,7 @@ def main(argv: list[str]) -> int:
     try:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(todo), desc="chapter 9 merge sweeps", unit="run")
+        bar = tqdm(total=len(todo), desc="merging-experiments sweeps", unit="run")
     except ImportError:  # pragma: no cover
         bar = None
     start = time.perf_counter()

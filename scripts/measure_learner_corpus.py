@@ -1,4 +1,4 @@
-"""Run the learner corpus (tests/learner_corpus.py) through chapter 4's checkers and measure them.
+"""Run the learner corpus (tests/learner_corpus.py) through the build-it-yourself checkers; measure them.
 
 Usage: python scripts/measure_learner_corpus.py [--step STEP] [--verdicts PATH]
 

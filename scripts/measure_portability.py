@@ -6,8 +6,8 @@ Usage:
     python scripts/measure_portability.py --rebands    # recompute the bands from the stored values (no training)
     python scripts/measure_portability.py --probes     # (internal) run the probes here, print JSON
 
-Each *probe* is one number a chapter or a test computes live by training (the book's chapters 8 and
-9 and the tests; the names ch01.* and ch05.* are those chapters' former numbers). Each runs in a
+Each *probe* is one number a chapter or a test computes live by training (the head-count and the
+merging experiments, and the tests; the probes' name prefixes are those chapters' former file names). Each runs in a
 fresh process
 
 * under every combination in :data:`EMULATIONS`: PyTorch's own kernels (``ATEN_CPU_CAPABILITY``),
@@ -79,8 +79,8 @@ def perturb_initial_weights(seed: int) -> None:
                 p.mul_(1 + torch.finfo(torch.float32).eps * torch.randn(p.shape, generator=gen))
         return model
 
-    task.make_model = make_model  # chapter 5's merge_experiment (merge_training) calls it through the module
-    head_count.make_model = make_model  # chapter 1's experiment imported the name
+    task.make_model = make_model  # merge_training.merge_experiment calls it through the module
+    head_count.make_model = make_model  # the head-count experiment imported the name
 
 
 #: Every probe: which experiment, with which arguments (always seed 0 unless given, 1,500 steps).
@@ -130,10 +130,10 @@ def run_one(env: dict) -> dict:
 
 
 ABOUT = (
-    "Live training probes of the book's chapters 8 and 9 (named ch01 and ch05 after their former "
-    "numbers) under emulated CPUs and last-bit perturbations of the initial weights. Runs that agree on "
-    "every probe are one computation (distinct.groups). Per probe: values (one per run), sample (one per "
-    "computation), resolution (one scored position), and band = the 99 % normal prediction interval "
+    "Live training probes of the head-count and the merging experiments (their name prefixes are those "
+    "chapters' former file names) under emulated CPUs and last-bit perturbations of the initial weights. "
+    "Runs that agree on every probe are one computation (distinct.groups). Per probe: values (one per run), "
+    "sample (one per computation), resolution (one scored position), and band = the 99 % normal prediction interval "
     "mean +- t sd sqrt(1 + 1/n) of the sample, at least 0.01 and one resolution either way, widened to hold every "
     "value, clipped to [0, 1], rounded outward to 4 decimals (mha.provenance.prediction_band)."
 )

@@ -5,7 +5,8 @@ Usage (with the Python of the environment to test, which needs ``mha``, ``nbclie
     python scripts/run_as_learner.py --solve NOTEBOOK...   # first replace every stub by its solution
 
 No output is compared with a stored one: the learner's torch may differ from the one that stored
-them (``make test-learner-torch`` runs chapters 1-7 on the newest torch of the registry). What must
+them (``make test-learner-torch`` runs the chapters a learner can download on the newest torch of the
+registry). What must
 hold is that no cell raises. With ``--solve``, each cell that holds a ``raise NotImplementedError(
 "your code here")`` stub gets the definitions of the solution cell that follows it (folded, opening
 with ``# a solution``) (the same

@@ -10,8 +10,8 @@ The measure (issue 45), on the text sources (``chapters/NAME.md``, ``book/intro.
   * a sentence ends at ``.``, ``!`` or ``?`` followed by a space and then a capital, a digit or an
     opening mark, or at the end of a paragraph, a list item or a heading; the abbreviations of
     :data:`ABBREVIATIONS` do not end one.
-The course's rule: no sentence of the core path (the intro and chapters 1-7) over 35 words
-(:data:`LIMIT`); ``tests/test_prose.py`` keeps it.
+The course's rule: no sentence of the core path (the intro and the chapters of "The course" in ``_toc.yml``)
+over 35 words (:data:`LIMIT`); ``tests/test_prose.py`` keeps it.
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
 #: The rules that read colours, run on their own: again in dark mode (where only colours change,
 #: by the theme's CSS), and not on code cells, which ``CODE_CONTRAST`` checks instead. Code is
-#: half a chapter's elements (one per highlighted token, 5,000 on chapter 2) and axe's contrast
+#: half a chapter's elements (one per highlighted token, 5,000 on the multi-head-math
+#: chapter) and axe's contrast
 #: check of them took 3.5 of its 5 seconds per page and mode; their colours come from two
 #: Pygments styles (light, dark) that a few distinct colour pairs cover.
 COLOUR_RULES = ["color-contrast", "link-in-text-block"]

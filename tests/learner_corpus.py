@@ -1,4 +1,4 @@
-"""A corpus of learner implementations for chapter 4 ("Build it yourself"), right and wrong.
+"""A corpus of learner implementations for the build-it-yourself chapter, right and wrong.
 
 Written from the chapter's stubs and the checkers' contracts only, as many different learners would
 write them: a stand-in for the hidden set a reviewer tests the checkers with. Each :class:`Entry` is one

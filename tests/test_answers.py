@@ -6,7 +6,7 @@ import pytest
 
 from mha.chapters.answers import compare_number, precision_unit, precision_words
 
-DIST = 0.6 * math.sqrt(2)  # 0.8485..., chapter 1's distance
+DIST = 0.6 * math.sqrt(2)  # 0.8485..., the single-head-limits chapter's distance
 
 
 @pytest.mark.parametrize("found", [DIST, 0.85, 0.8485, 0.849, 0.845])

@@ -164,7 +164,7 @@ def test_the_comparisons_are_fixed_before_the_run_and_all_judged(tiny_report):
 
 
 def test_automatic_dynamic_shapes_recompile_once():
-    """What chapter 10 says of a new shape: the first new shape recompiles the function as one
+    """What the making-it-fast chapter says of a new shape: the first new shape recompiles the function as one
     dynamic graph, which then serves every later shape (torch's automatic dynamic shapes)."""
     from torch._dynamo.testing import CompileCounter
 

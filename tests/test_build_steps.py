@@ -1,5 +1,5 @@
-"""Chapter 4, steps 5 and 6: right solutions in several styles pass, each usual slip is named, nothing
-raises."""
+"""The build-it-yourself chapter, steps 5 and 6: right solutions in several styles pass, each usual slip is
+named, nothing raises."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Chapter 4's numbers: published configurations, parameter/FLOP/KV-cache tables and explorers.
+"""The parameter-analysis chapter's numbers: published configurations, parameter/FLOP/KV-cache tables and explorers.
 
 Every formula is compared with something independent: ``sum(p.numel())`` of real torch and mha
 modules, ``FlopCounterMode`` on a real forward pass, the bytes of real ``mha.KVCache`` tensors
@@ -198,7 +198,7 @@ def test_scaling_and_softmax_run_over_h_score_matrices(seq_len, batch_size):
 
 
 def test_scaling_and_softmax_for_gpt2_small():
-    """The numbers chapter 4 quotes: GPT-2 small at 1,024 tokens, 12 heads against one."""
+    """The numbers the parameter-analysis chapter quotes: GPT-2 small at 1,024 tokens, 12 heads against one."""
     twelve, one = C.score_elementwise_flops(1024, 12), C.score_elementwise_flops(1024, 1)
     assert twelve == 6 * 12 * 1024**2 == 75_497_472 and one == 6_291_456
     matrix_products = mha.attention_flops(1024, 768, 12)

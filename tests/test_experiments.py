@@ -1,4 +1,4 @@
-"""Tests for chapter 1's experiment: the task, the model, reproducibility and the cached grid."""
+"""Tests for the single-head-limits chapter's experiment: the task, the model, reproducibility and the cached grid."""
 
 import re
 
@@ -599,7 +599,7 @@ def test_curve_figures():
     plt.close("all")
 
 
-# ---------------------------------------------------------------- chapter 8's control and measured spread
+# ---------------------------------------------- the head-count experiments' control and measured spread
 
 
 def _control():
@@ -683,9 +683,9 @@ def test_held_out_profile_averages_every_sequence():
 
 
 def test_control_supports_chapter_8s_scoped_claim():
-    """Issue 32, item 20: the claim chapter 8 keeps after the control. No tuned one-head setting (3 rates x 2
-    readouts x 3 seeds) solves r = 4 (0.99 of held-out positions) at any budget up to 6,000 steps, and at
-    1,500 steps the worst two-head seed beats every one-head run of the control."""
+    """The claim the head-count experiments keep after the control (one head fails, tuned or not). No tuned
+    one-head setting (3 rates x 2 readouts x 3 seeds) solves r = 4 (0.99 of held-out positions) at any budget
+    up to 6,000 steps, and at 1,500 steps the worst two-head seed beats every one-head run of the control."""
     control = _control()
     solved = [
         (r["lr"], r["readout_width"], r["seed"], p["steps"])

@@ -45,7 +45,8 @@ NAMES = "Llama Michel".split()  # a model, an author (Michel et al., 2019)
 UNITS = "ms MB GB KB KiB MiB GiB kB FLOPs GFLOP IQR".split()
 ALLOWED = set(TOKENS) | set(CODE) | set(NAMES) | set(UNITS)
 #: Phrases that are code as a whole: the benchmarked implementations' names (as the explorers' own
-#: dropdowns show them) and the chapter 11 formula weight(it -> noun).
+#: dropdowns show them) and the pretrained-heads chapter's formula
+#: weight(it -> noun).
 CODE_PHRASES = re.compile(
     r"mha (?:looped|weights|fused SDPA|SDPA|is_causal|causal mask)|torch (?:default|no weights)|bare is_causal|"
     r"weight\(it -> \w+\)"

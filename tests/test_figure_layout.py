@@ -4,12 +4,12 @@ The measures (:mod:`mha.viz.layout`) are checked first on small figures made her
 defect and without it; then the book's figures that had one are drawn as their chapters draw them,
 from the stored results, and held to every measure:
 
-* chapter 10's memory plot: no line hidden under another (the legend named 7, 3 showed);
-* chapter 10's benchmark explorer: no bar label on its error bar;
-* chapter 8's learning curves and chapter 9's merge figures: no legend on the data;
-* chapter 9's parameter scatter: an x axis that spans the data, with a modest margin;
-* chapter 11's margin scatter: no two labels on each other, no label on a point;
-* chapter 5's KV-cache explorer (every frame, and the live figure as a reader moves it): the note
+* the making-it-fast chapter's memory plot: no line hidden under another (the legend named 7, 3 showed);
+* the making-it-fast chapter's benchmark explorer: no bar label on its error bar;
+* the head-count experiments' learning curves and the merging experiments' figures: no legend on the data;
+* the merging experiments' parameter scatter: an x axis that spans the data, with a modest margin;
+* the pretrained-heads chapter's margin scatter: no two labels on each other, no label on a point;
+* the parameter-analysis chapter's KV-cache explorer (every frame, and the live figure as a reader moves it): the note
   on no line, the legend on no line.
 """
 
@@ -79,7 +79,7 @@ def test_texts_over_data_finds_a_label_on_an_error_bar_cap():
     fig, ax = plt.subplots(figsize=(5, 2))
     ax.barh([0], [40], xerr=[[5], [5]], capsize=3)
     ax.set_xlim(0, 80)
-    ax.text(45, 0, " 40 ms", va="center")  # where chapter 10 put it: on the cap
+    ax.text(45, 0, " 40 ms", va="center")  # where the making-it-fast chapter put it: on the cap
     assert layout.texts_over_data(fig)
     ax.texts[0].remove()
     ax.annotate("40 ms", (45, 0), xytext=(6, 0), textcoords="offset points", va="center")
@@ -166,7 +166,7 @@ def runs():
 
 def test_ch10_memory_shows_every_implementation_it_names(cpu):
     viz.plotting.use_style()
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))  # as chapter 10 draws it
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))  # as the making-it-fast chapter draws it
     viz.perf.plot_memory_vs_seq_len(cpu, ax=ax)
     assert clean(fig) == {}
     entries = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -212,7 +212,7 @@ def test_ch11_margin_labels_overlap_nothing():
         folder = bert.model_dir()
     except ModuleNotFoundError as exc:
         pytest.skip(str(exc))
-    model = bert.load_model(folder).double()  # as chapter 11 runs it
+    model = bert.load_model(folder).double()  # as the pretrained-heads chapter runs it
     twins = pretrained_analysis.it_resolution(model, bert.load_tokenizer(folder))
     fig = viz.pretrained_analysis.plot_it_margins(twins)
     assert clean(fig) == {}

@@ -1,7 +1,7 @@
 """What a page draws first keeps its place while the rest arrives (issue 35): its images and its first tables.
 
-An image without a height is 0 px high until its file arrives: on a busy machine chapter 2's first
-figure arrived after the first layout and pushed the text below it off the screen (layout shift
+An image without a height is 0 px high until its file arrives: on a busy machine the multi-head-math
+chapter's first figure arrived after the first layout and pushed the text below it off the screen (layout shift
 0.053 in English, 0.068 in Chinese, CI). ``_ext/mha_book.size_images`` now writes each image's own
 width and height into the page when the book is built; the browser keeps the ratio while the CSS
 sets the width (``test_browser_math``: every built image has its size; ``test_a_late_figure_moves_nothing``

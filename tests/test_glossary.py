@@ -53,7 +53,7 @@ def test_detector_on_small_examples():
 
 
 def test_every_term_is_defined_before_it_is_used():
-    """Issue 33: in reading order (chapters 1-11), a glossary term's first use is its definition, the
+    """In reading order (every chapter, as ``_toc.yml`` orders them), a glossary term's first use is its definition, the
     term in bold with its glossary link (`**{term}`query <query, key, value>`** is ...`)."""
     texts = [(p.stem, p.read_text(encoding="utf-8")) for p in G.reading_order()]
     assert [name[:2] for name, _ in texts] == [f"{n:02d}" for n in range(1, 12)]

@@ -93,7 +93,7 @@ def test_without_the_private_parts_it_draws_as_the_plain_canvas(monkeypatch):
 
 
 def test_live_explorers_draw_on_the_cached_canvas():
-    painter = Painter(WorkedPlot(), "chapter 3")
+    painter = Painter(WorkedPlot(), "worked example")
     painter.png({"dog_type": "noun", "temperature": 1.0})
     assert isinstance(painter.figure.canvas, GlyphCanvas)
     misses = glyphs.stats["glyph_misses"]

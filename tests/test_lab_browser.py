@@ -2,7 +2,8 @@
 
 Starts ``jupyter lab`` headless on 127.0.0.1 (a free port, a random token) over copies of the
 chapters in a temporary folder, as ``make lab`` does over ``lab/``, and drives it with Debian's
-Chromium through playwright. For chapters 1, 3, 5 and 11, and a small notebook whose
+Chromium through playwright. For the single-head-limits, worked-example, parameter-analysis and pretrained-heads
+chapters (``CHAPTERS``), and a small notebook whose
 explorer takes a sentence: before running, each stored explorer that carries the note shows it;
 *Run › Run All Cells* runs every cell without an error; each explorer turns into a live widget;
 every slider is moved with the keyboard, every dropdown set to another option, every text box
@@ -56,11 +57,11 @@ BOOK = ROOT / "book"
 REPORT = ROOT / "_build" / "test-lab"
 CHAPTERS = ["01_single_head_limits", "03_worked_example", "05_parameter_analysis", "11_pretrained_heads"]
 OWN_SENTENCE = "own_sentence"
-#: What the test types into a text box: a sentence (chapter 7's model runs on it), or for a box of
-#: another name what it accepts (chapter 3's five words of its vocabulary).
+#: What the test types into a text box: a sentence (the pretrained-heads chapter's model runs on it), or for a
+#: box of another name what it accepts (the worked example's five words of its vocabulary).
 SENTENCE = "The animal did not cross the street because it was too tired"
 TEXTS = {"tokens": "the dog the cat saw", "five words": "the dog the cat saw"}
-#: Run All may take this long (chapter 7 loads a pretrained model and runs its analyses).
+#: Run All may take this long (the pretrained-heads chapter loads a pretrained model and runs its analyses).
 RUN_ALL_S = 240
 CHANGE_S = 20
 #: A slider is moved this many times with the keyboard (one latency each).
@@ -361,7 +362,7 @@ def open_notebook(browser, lab, path: str):
 
 
 def close_sessions(lab) -> None:
-    """Shut down every kernel the page started (chapter 7's holds a model: free the memory)."""
+    """Shut down every kernel the page started (the pretrained-heads chapter's holds a model: free the memory)."""
     for session in api(lab, "GET", "/api/sessions"):
         api(lab, "DELETE", f"/api/sessions/{session['id']}")
 
@@ -378,7 +379,7 @@ def test_live_notebook_in_jupyterlab(browser, lab, report, name):
         )
         assert all(notes), f"{name}: a stored explorer's note is hidden or wrong before the cells run"
         if name == "01_single_head_limits":
-            assert notes, "chapter 1's stored explorers carry no note (regenerate its notebook)"
+            assert notes, f"{name}'s stored explorers carry no note (regenerate its notebook)"
         run_all_s = run_all(page)
         expected = stored_explorer_cells(name)
         page.wait_for_function(

@@ -45,7 +45,8 @@ def test_ties_stay_ties_and_exact_results_stay_exact(mode):
 
 
 def test_a_round_off_that_is_zero_in_exact_arithmetic_comes_out_another_way():
-    """Chapter 9's old cell: two computations equal in exact arithmetic, 1e-16 apart on this machine."""
+    """A cell the merging experiments once had: two computations equal in exact arithmetic, 1e-16 apart on this
+    machine."""
     gen = torch.Generator().manual_seed(2)
     w, x = torch.randn(16, 16, generator=gen, dtype=torch.float64), torch.randn(16, generator=gen, dtype=torch.float64)
     plain = ((w @ x) - (w.T.T.contiguous() @ x + 0.0)).abs().max().item()
@@ -84,8 +85,8 @@ def test_settings_are_read_with_a_clear_error():
 
 
 def test_permuted_inputs_give_permuted_outputs_as_on_any_machine():
-    """Chapter 1's permutation equivariance: reordering the queries reorders the outputs, bit for bit,
-    on any machine. A product's output that happens to equal its input at the same place must not be
+    """The single-head-limits chapter's permutation equivariance: reordering the queries reorders the outputs,
+    bit for bit, on any machine. A product's output that happens to equal its input at the same place must not be
     left exact in one order and nudged in the other (only pointwise operations pass an input through)."""
     gen = torch.Generator().manual_seed(5)
     w = torch.randn(5, 5, generator=gen, dtype=torch.float64).softmax(-1)

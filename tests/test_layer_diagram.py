@@ -1,4 +1,5 @@
-"""Chapter 2's whole-layer diagram: the committed SVGs are what the code draws, legible, in both languages."""
+"""The multi-head-math chapter's whole-layer diagram: the committed SVGs are what the code draws, legible, in
+both languages."""
 
 import re
 import sys
@@ -44,7 +45,7 @@ def _displayed_width(image: str) -> float:
     """The ``:width:`` (px) of the chapter's ``{figure}`` directive that shows ``image``."""
     text = CHAPTER.read_text(encoding="utf-8")
     match = re.search(r"```\{figure\} images/" + re.escape(image) + r"\n((?::[^\n]*\n)*)", text)
-    assert match, f"chapter 2 shows no {{figure}} images/{image}"
+    assert match, f"the multi-head-math chapter shows no {{figure}} images/{image}"
     width = re.search(r"^:width: (\d+)px$", match.group(1), re.M)
     assert width, "the figure directive must give its :width: in px"
     return float(width.group(1))

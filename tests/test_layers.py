@@ -218,19 +218,41 @@ def chapter_imports(source: str) -> set[str]:
     return found
 
 
+#: ``from mha.viz import x``, ``from mha.viz.x import ...`` or ``viz.x`` in a chapter's code cells.
+VIZ_IMPORT = re.compile(r"from mha\.viz import ([\w ,]+)|(?:mha\.)?viz\.(\w+)")
+
+
 def test_a_chapters_code_is_found_from_its_number():
-    """Issue 33: ``mha.chapters.CHAPTERS`` maps each chapter number to its page and modules, truly."""
-    from mha.chapters import CHAPTERS, SHARED
+    """``mha.chapters.CHAPTERS`` maps each chapter to its page, modules and figures, truly: a newcomer
+    finds a chapter's code from the number the page shows, and code finds it by the chapter's label."""
+    from mha.chapters import CHAPTERS, LABELS, SHARED, chapter
 
     modules = {p.stem for p in (ROOT / "chapters").glob("*.py") if p.stem != "__init__"}
-    listed = {m for _, names in CHAPTERS.values() for m in names} | set(SHARED)
+    listed = {m for c in CHAPTERS.values() for m in c.modules} | set(SHARED)
     assert listed == modules, f"unlisted: {sorted(modules - listed)}; listed but missing: {sorted(listed - modules)}"
-    assert sorted(CHAPTERS) == list(range(1, 12))
-    for number, (page, names) in CHAPTERS.items():
-        source = ROOT.parent / "chapters" / (Path(page).name + ".md")
-        assert Path(page).name.startswith(f"{number:02d}_") and source.exists(), (number, page)
-        used = chapter_imports(source.read_text(encoding="utf-8"))
-        assert used <= set(names) | set(SHARED), f"chapter {number} also uses {sorted(used - set(names))}"
+    pages = sorted(p.stem for p in (ROOT.parent / "chapters").glob("[0-9][0-9]_*.md"))
+    assert [Path(c.page).name for c in CHAPTERS.values()] == pages
+    assert sorted(CHAPTERS) == list(range(1, len(pages) + 1))
+    assert len(LABELS) == len(CHAPTERS)
+    drawing = {p.stem for p in (ROOT / "viz").glob("*.py")}
+    figures = {m for c in CHAPTERS.values() for m in c.figures}
+    assert figures <= drawing, sorted(figures - drawing)
+    for number, found in CHAPTERS.items():
+        assert chapter(found.label) is chapter(number) is found and found.number == number
+        source = ROOT.parent / found.source
+        assert Path(found.page).name == f"{number:02d}_{found.label}" and source.exists(), (number, found.page)
+        text = source.read_text(encoding="utf-8")
+        used = chapter_imports(text)
+        assert used <= set(found.modules) | set(SHARED), f"{found.label} also uses {sorted(used - set(found.modules))}"
+        drawn = {n.strip() for names, one in VIZ_IMPORT.findall(text) for n in (names.split(",") if names else [one])}
+        assert drawn & figures <= set(found.figures), f"{found.label} also draws with {sorted(drawn & figures)}"
+        # every module listed draws something the page shows (layer_diagram: its SVG, scripts/make_figures.py)
+        assert set(found.figures) - drawn <= {"layer_diagram"}, (found.label, sorted(set(found.figures) - drawn))
+    assert chapter("worked_example").modules == ("worked", "worked_diagnosis", "worked_edit")
+    page, names = CHAPTERS[chapter("parameter_analysis").number][:2]  # the pair the map held before
+    assert page == "book/05_parameter_analysis" and names == ("configs", "config_exercises", "tables")
+    with pytest.raises(KeyError, match="no chapter 'chapter_4'; known: single_head_limits, "):
+        chapter("chapter_4")
 
 
 def test_chapter_import_finder():

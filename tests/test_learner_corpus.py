@@ -1,4 +1,4 @@
-"""Chapter 4's checkers against an independent corpus of learner implementations (tests/learner_corpus.py).
+"""The build-it-yourself checkers against an independent corpus of learner implementations (tests/learner_corpus.py).
 
 Every correct implementation must be accepted, every wrong one refused, and at least 90 % of the refusals
 must name the slip (one of the entry's cause keywords in the verdict). The corpus's own labels are checked

@@ -1,7 +1,7 @@
 """The chapters' explorers on the fast path (issue 19): each LiveFigure's ``update`` changes one
 figure in place and gives the picture a new figure would, its ``draw`` is the chapter's plot
-function (the book's frames), layouts are drawn ahead, and chapter 3's and 7's typed input is
-checked with a one-line message.
+function (the book's frames), layouts are drawn ahead, and the worked example's and the
+pretrained-heads chapter's typed input is checked with a one-line message.
 """
 
 import io
@@ -179,7 +179,7 @@ def test_a_figure_without_layouts_plans_nothing():
     assert painter.warm_step() is False
 
 
-# ---- chapter 3: your own five words ---------------------------------------------------------------
+# ---- the worked example: your own five words -------------------------------------------------------
 
 
 def test_a_sentence_becomes_the_pages_input_layout():
@@ -220,7 +220,7 @@ def test_a_bad_sentence_in_the_live_box_shows_a_message_and_keeps_the_figure():
     assert ex.view.status.value == "" and ex.view.data != before
 
 
-# ---- chapter 7: your own sentence -----------------------------------------------------------------
+# ---- the pretrained-heads chapter: your own sentence -----------------------------------------------
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Chapter 9's experiment (learning curves, sweeps, the cached results) and its exercise checkers."""
+"""The merging experiments (learning curves, sweeps, the cached results) and their exercise checkers."""
 
 import pytest
 import torch
@@ -198,9 +198,10 @@ def test_check_merge_costs():
         r = X.check_merge_costs(average=bad)
         assert not r.ok and r.first_error == "average" and ("must be a number" in repr(r) or "finite" in repr(r))
     assert not X.check_merge_costs().ok and "nothing to check" in repr(X.check_merge_costs())
-    # chapter 6's exercise asks for two merges: the low-rank one (chapter 9) is listed only when given
-    chapter_6 = repr(X.check_merge_costs(concat=1_049_600, average=66_560))
-    assert "concat_lowrank" not in chapter_6 and "concat" in chapter_6 and "average" in chapter_6
+    # the merging-heads chapter's exercise asks for two merges: the low-rank one (the merging experiments)
+    # is listed only when given
+    asked = repr(X.check_merge_costs(concat=1_049_600, average=66_560))
+    assert "concat_lowrank" not in asked and "concat" in asked and "average" in asked
     assert "concat_lowrank: not given" not in repr(X.check_merge_costs(average=0))
 
 

@@ -1,4 +1,4 @@
-"""Chapter 6's merges: shapes, the concat == MultiHeadAttention identity, costs against real modules,
+"""The merging-heads chapter's merges: shapes, the concat == MultiHeadAttention identity, costs against real modules,
 which merges fold into one another, and the gated merge's counterexample (not affine on one token)."""
 
 import pytest

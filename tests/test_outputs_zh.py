@@ -118,7 +118,7 @@ def test_the_checks_fail_on_each_defect():
     untranslated = "h = 1: held-out accuracy 0.78 (mean of 3 seeds)"
     assert {"held", "out", "accuracy"} <= set(english_in_output(untranslated))
     assert english_in_output(mha_outputs.translate_output(untranslated, BOOK)) == []
-    assert english_in_output("         the   cat   saw   the   dog") == []  # chapter 3's token labels
+    assert english_in_output("         the   cat   saw   the   dog") == []  # the worked example's token labels
     assert {"saw", "ran"} <= set(english_in_output("the cat saw the dog and ran"))  # a sentence, not labels
     reordered = mha_outputs.Phrasebook({"phrases": {"{a:num} of {b:num}": "{b} 中的 {a}"}})
     assert changed_numbers("35 of 40", mha_outputs.translate_output("35 of 40", reordered))

@@ -11,7 +11,7 @@ import pytest
 
 from mha.chapters import perf_stats as ps
 
-#: The number of comparisons chapter 10 makes with the CPU benchmark (perf_results.comparison_family).
+#: The number of comparisons the making-it-fast chapter makes with the CPU benchmark (perf_results.comparison_family).
 FAMILY = 37
 
 

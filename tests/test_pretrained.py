@@ -1,4 +1,4 @@
-"""Chapter 7: all-MiniLM-L6-v2 rebuilt from the course's modules (mha.bert), and its analyses.
+"""The pretrained-heads chapter: all-MiniLM-L6-v2 rebuilt from the course's modules (mha.bert), and its analyses.
 
 The reference is ``transformers``' ``BertModel`` loaded from the same files; it is a test
 dependency only, and the tests that need it skip with a message when it is missing.
@@ -512,8 +512,8 @@ def test_stored_study_is_consistent():
 
 
 def test_stored_study_supports_chapter_7s_pruning_claims():
-    """Chapter 11's claims, from the stored study: the pre-specified curve statistic calls the ablation
-    and greedy rankings better than 199 fresh random orders in both folds (Holm, familywise 0.05), and
+    """The pretrained-heads chapter's claims, from the stored study: the pre-specified curve statistic calls the
+    ablation and greedy rankings better than 199 fresh random orders in both folds (Holm, familywise 0.05), and
     not Michel et al.'s score; the margin yardstick fails for the model without heads (counting found
     paraphrases does not); the parking heads cost less than as many other heads of the same layers,
     but not than others matched also on the sign of their single removal."""

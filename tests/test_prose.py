@@ -1,5 +1,5 @@
-"""Plain sentences on the core path (issue 45): no sentence of the intro or of chapters 1-7 over 35 words,
-by scripts/sentence_length.py's measure of the prose outside code and math."""
+"""Plain sentences on the core path, which every learner reads: no sentence of the intro or of the chapters of
+"The course" over 35 words, by scripts/sentence_length.py's measure of the prose outside code and math."""
 
 import sys
 from pathlib import Path
@@ -45,7 +45,8 @@ def test_a_long_sentence_is_found():
     assert lengths == [2, 36, 3]
 
 
-#: Words that point the reader at checks they cannot see (issue 45: 11 sentences of chapters 3, 5 and 7 did).
+#: Words that point the reader at checks they cannot see (11 sentences of the worked example, the
+#: parameter-analysis and the where-next chapters did).
 HIDDEN_WORDING = r"hidden (cell|check)|(cell|check)s? (below|above|after this box) (checks|asserts)"
 
 

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Every cache of trained or long-accumulated numbers, and the script that rebuilds it.
 CACHES = {
     "head_count_grid.json": "python scripts/make_ch01_cache.py",
-    "head_count_control.json": "python scripts/make_ch08_control.py",  # chapter 8's control (issue 32)
+    "head_count_control.json": "python scripts/make_ch08_control.py",  # the head-count experiments' control
     "merge_results.json": "python scripts/make_merge_results.py",
     "minilm_head_ablation.json": "python scripts/make_ablation_cache.py",
     "portability.json": "python scripts/measure_portability.py",

@@ -1,4 +1,5 @@
-"""mha.chapters.softmax_demo: chapter 1's worked row and its temperature explorer (book/01_single_head_limits.ipynb)."""
+"""mha.chapters.softmax_demo: the single-head-limits chapter's worked row and its temperature explorer
+(book/01_single_head_limits.ipynb)."""
 
 import math
 

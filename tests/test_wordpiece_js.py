@@ -1,7 +1,7 @@
 """The page's tokenizer (``_ext/static/mha_wordpiece.js``) cuts a sentence as the Python one does (issue 37).
 
-Chapter 11's in-browser model must see the ids PyTorch's model sees. Node.js runs the page's module on
-every line of the course's chapters (English), every translated paragraph of chapter 11 (Chinese) and
+The pretrained-heads chapter's in-browser model must see the ids PyTorch's model sees. Node.js runs the page's module on
+every line of the course's chapters (English), every translated paragraph of that chapter (Chinese) and
 Unicode's corner cases (accents, combining marks, full-width punctuation, symbols, emoji, control and
 format characters, characters outside the vocabulary, a word of more than 100 characters), and its ids
 must equal ``mha.bert.load_tokenizer``'s (the model's ``tokenizer.json``) for every one.

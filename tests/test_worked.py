@@ -1,4 +1,4 @@
-"""Chapter 3's worked example: every field recomputed with plain Python loops, and the modules agree."""
+"""The worked example: every field recomputed with plain Python loops, and the modules agree."""
 
 import math
 

@@ -90,7 +90,7 @@ def test_a_chinese_notebook_has_chinese_comments_where_the_page_shows_code():
         if code_comments.needs_translation(b) and not CJK.search(b.text)
     ]
     assert left == []
-    assert any("# 1. 分数" in c.source for c in shown), "chapter 4's first step reads in Chinese"
+    assert any("# 1. 分数" in c.source for c in shown), "the build-it-yourself chapter's first step reads in Chinese"
 
 
 def test_blocks_docstrings_and_comments_after_code_are_rendered_in_place():

@@ -26,7 +26,8 @@ ALLOWED_WORDS = {
     **{word: "a PyTorch method named in a sentence (code)" for word in ("view", "transpose", "reshape", "contiguous")},
     "ms": "milliseconds",
     "macOS": "the operating system's name, written so (the run box: its default torch is CPU-only)",
-    "lr": "the learning rate's argument (lr=0.003), a column label of chapter 9's tables (学习率 is too wide)",
+    "lr": "the learning rate's argument (lr=0.003), a column label of the merging experiments' tables (学习率 is "
+    "too wide)",
     **{word: "a file type" for word in ("md", "ipynb", "pdf")},
     "notebook": "the Jupyter notebook, kept in Latin letters (scripts/i18n.py RENDERINGS: 笔记本 is a laptop)",
     "softmax": "kept in Latin letters by d2l-zh (softmax 函数)",
@@ -54,9 +55,9 @@ def prose_words_in(text: str, terms: list[str] = ()) -> list[str]:
     return [w for w in LATIN_WORD.findall(text) if w not in ALLOWED_WORDS and len(w) > 1 and not w[0].isupper()]
 
 
-#: Labels a printed table may show in English (reviewed): chapter 3's matrices label their rows and columns with
-#: the example sentence's tokens (the model reads them in English) and its one-hot features. A line passes only
-#: when every Latin word of it is one of these (a table's header), never a sentence.
+#: Labels a printed table may show in English (reviewed): the worked example's matrices label their rows and
+#: columns with the example sentence's tokens (the model reads them in English) and its one-hot features. A
+#: line passes only when every Latin word of it is one of these (a table's header), never a sentence.
 TABLE_LABELS = {"the", "cat", "saw", "dog", "det", "noun", "verb"}
 
 

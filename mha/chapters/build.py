@@ -16,6 +16,7 @@ import re
 import torch
 import torch.nn.functional as F
 
+from . import chapter
 from .answers import Verdict, malformed, right, wrong
 from .build_diagnosis import (
     changed_inputs,
@@ -429,7 +430,9 @@ def _module_case(module, ref, params, title, where, b, t, s, d_model, num_heads,
         and not close(again[0].detach().cpu().to(torch.float64), output)
     ):
         return wrong(title, "output", f"for {where}: {RANDOM_HINT}")
-    hint = "check each step against chapter 2: project, split, attend, merge, out_proj"
+    # the reader knows the multi-head-math chapter by its number; the phrasebook keys this exact text
+    math = chapter("multi_head_math").number
+    hint = f"check each step against chapter {math}: project, split, attend, merge, out_proj"
     rows = output.var(-1, unbiased=False)
     if torch.allclose(output.mean(-1), torch.zeros_like(rows), atol=1e-6) and torch.allclose(
         rows, torch.ones_like(rows), atol=1e-3

@@ -1,5 +1,5 @@
-"""Chapter 4's exercise checkers: parameters of an attention layer, the longest context a KV-cache budget
-allows, and the most key/value heads that fit. Each returns a :class:`~mha.chapters.answers.Verdict`.
+"""The parameter-analysis chapter's exercise checkers: parameters of an attention layer, the longest context
+a KV-cache budget allows, and the most key/value heads that fit. Each returns a :class:`~mha.chapters.answers.Verdict`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Published model shapes and the cost tables of chapter 4, built on :mod:`mha.counting`.
+"""Published model shapes and the cost tables of the parameter-analysis chapter, built on :mod:`mha.counting`.
 
 Every number here comes from :func:`mha.attention_params`, :func:`mha.attention_flops_breakdown`
 or :func:`mha.kv_cache_bytes`; this module only adds the published configurations (as data),

@@ -1,4 +1,5 @@
-"""Chapter 1's experiment and its deep dive: models that differ only in their number of heads.
+"""The single-head-limits chapter's experiment and its deep dive (the head-count experiments): models that
+differ only in their number of heads.
 
 The task, the model and the training loop are :mod:`mha.chapters.task`'s: at every position,
 name the tokens ``1, 2, ..., r`` places back (``r = num_relations``, the number of relations), with one
@@ -16,11 +17,12 @@ in how the same parameters are cut into heads (:func:`mha.chapters.task.make_mod
 **The learning curves.** The same script trains the settings of :data:`CURVE_SETTINGS` once each,
 to their largest budget, on :data:`CURVE_SEEDS`, and records training and held-out accuracy at
 every budget of :data:`CURVE_STEPS` on the way (:func:`cached_curves`, :func:`curve_summary`).
-**The control** (chapter 8, issue 32). The grid trains every head count at one learning rate
-(0.003) with one readout (128 hidden units). ``scripts/make_ch08_control.py`` trains one head on the
-headline task (r = 4) at every learning rate of :data:`CONTROL_RATES` and every readout width of
-:data:`CONTROL_WIDTHS`, on :data:`CONTROL_SEEDS`, to :data:`CONTROL_STEPS` steps (evaluated on the
-way), and stores them in :data:`CONTROL_PATH` (:func:`control_summary`, :func:`best_control`).
+**The control** (the head-count experiments: does one head fail only for want of tuning?). The grid
+trains every head count at one learning rate (0.003) with one readout (128 hidden units).
+``scripts/make_ch08_control.py`` trains one head on the headline task (r = 4) at every learning rate of
+:data:`CONTROL_RATES` and every readout width of :data:`CONTROL_WIDTHS`, on :data:`CONTROL_SEEDS`, to
+:data:`CONTROL_STEPS` steps (evaluated on the way), and stores them in :data:`CONTROL_PATH`
+(:func:`control_summary`, :func:`best_control`).
 Fixed before any run: a run *solves* at ``SOLVED`` = 0.99; the headline comparison is at 1,500 steps,
 the best one-head configuration (highest median over seeds) against two heads at the chapter's
 settings. The same file holds :func:`weight_split`: one head's average weight on each offset, r = 2.
@@ -141,7 +143,7 @@ def head_count_experiment(
 
 
 def trained_model(num_heads: int = 2, *, seed: int = 0, num_relations: int = DEFAULT_RELATIONS, readout: str = "mlp"):
-    """A trained chapter-1 model and a held-out example to look at.
+    """A trained model of the single-head-limits chapter and a held-out example to look at.
 
     The default model (2 heads, seed 0, r = 4, MLP readout) is loaded from the package's cache
     (:data:`MODEL_PATH`, the weights :func:`head_count_experiment` trained); other settings train
@@ -321,7 +323,8 @@ def head_maps_alt(num_heads: int = 2, seed: int = 0) -> str:
 
 
 def check_head_params(num_heads, attention_layer=None, head_dim=None, *, d_model: int = D_MODEL) -> Verdict:
-    """Check chapter 1's exercise 3: the attention layer's parameters and d_k for ``num_heads`` heads.
+    """Check the single-head-limits chapter's exercise 3: the attention layer's parameters and d_k for
+    ``num_heads`` heads.
 
     Args:
         num_heads: h (a divisor of ``d_model``).

@@ -1,4 +1,4 @@
-"""Chapter 2's head split: which columns of the projected queries each head receives, and where
+"""The multi-head-math chapter's head split: which columns of the projected queries each head receives, and where
 each feature of each token lands when ``(B, T, D)`` becomes ``(B, T, H, Dh)`` and then
 ``(B, H, T, Dh)``.
 
@@ -45,7 +45,7 @@ def describe_head_split(num_heads: int = 4, d_model: int = 12, seq_len: int = 4)
 # The index mapping of a head split: (B, T, D) -> (B, T, H, Dh) -> (B, H, T, Dh)
 # --------------------------------------------------------------------------------------------
 
-#: The two reshapes chapter 2's head-split explorer compares: ``mha.split_heads`` (a view that
+#: The two reshapes the multi-head-math chapter's head-split explorer compares: ``mha.split_heads`` (a view that
 #: cuts each token's features into heads, then a transpose that moves the head axis forward) and
 #: the slip of a view straight to (B, H, T, Dh).
 SPLIT_RIGHT = "view + transpose"

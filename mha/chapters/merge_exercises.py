@@ -1,5 +1,5 @@
-"""Chapter 6's exercises (and chapter 9's exercise 2) and their checkers: each takes the reader's
-answer and says what is right, what is wrong, and a hint for the usual slip (an
+"""The merging-heads chapter's exercises (and exercise 2 of the merging experiments) and their checkers:
+each takes the reader's answer and says what is right, what is wrong, and a hint for the usual slip (an
 :class:`mha.chapters.answers.Verdict`).
 
 * :func:`check_merge_costs`: the merge step's parameters for concat, average and the rank-d_k
@@ -7,7 +7,7 @@ answer and says what is right, what is wrong, and a hint for the usual slip (an
 * :func:`check_indistinguishable`: two different pairs of head outputs that a weighted merge mixes
   into the same vector;
 * :func:`check_average_out_proj`: the W^O that makes concatenation compute the average;
-* :func:`check_solved_merges` (chapter 9): which merges solve the four-relation task at a given
+* :func:`check_solved_merges` (the merging experiments): which merges solve the four-relation task at a given
   budget, read from the cached sweep.
 
 Malformed answers (a string, a NaN, the wrong shape) get a message in the report, never an exception.
@@ -51,8 +51,8 @@ def check_merge_costs(concat=None, average=None, concat_lowrank=None, *, d_model
             d * d + d: "that is a full W^O; the low-rank one is W_down (d_model x d_k) times W_up (d_k x d_model)",
         },
     }
-    # chapter 6 asks for concat and average; the low-rank merge (chapter 9's control) is listed only
-    # when an answer for it is given
+    # the merging-heads chapter asks for concat and average; the low-rank merge (the merging experiments'
+    # control) is listed only when an answer for it is given
     parts = [("concat", concat), ("average", average)] + (
         [("concat_lowrank", concat_lowrank)] if concat_lowrank is not None else []
     )
@@ -145,8 +145,8 @@ def check_average_out_proj(w_o, w_up=None, num_heads: int = EXERCISE_HEADS) -> V
 
 
 def check_solved_merges(answer, steps: int = 12_000, runs=None) -> Verdict:
-    """Check chapter 9's exercise 2: the merges that solve the four-relation task (held-out accuracy >= 0.99)
-    on at least 4 of 5 seeds after ``steps`` steps, read from the cached main sweep."""
+    """Check exercise 2 of the merging experiments: the merges that solve the four-relation task (held-out
+    accuracy >= 0.99) on at least 4 of 5 seeds after ``steps`` steps, read from the cached main sweep."""
     report = Report(f"merges solving the 4-relation task on >= 4 of 5 seeds at {steps:,} steps")
     runs = merge_training.load_merge_results() if runs is None else runs
     summary = merge_training.summarize(runs, steps)

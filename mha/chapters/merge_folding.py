@@ -1,4 +1,4 @@
-"""Chapter 6's conversions between merges: the same function with other parameters.
+"""The merging-heads chapter's conversions between merges: the same function with other parameters.
 
 :func:`to_concat` writes any summing merge as concatenation (its equivalent W^O);
 :func:`fold_into_average` folds a low-rank or weighted merge into averaging (W_V,i' = h W_V,i W_down,i),

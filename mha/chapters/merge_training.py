@@ -1,5 +1,6 @@
-"""Chapter 9's experiment (``chapters/09_merging_experiments.md``, the training behind chapter 6's
-merges): chapter 1's task and model, trained with each way of merging the heads.
+"""The merging experiments (``chapter("merging_experiments")``, the training behind the merging-heads
+chapter's merges): the single-head-limits chapter's task and model, trained with each way of merging
+the heads.
 
 :func:`merge_experiment` trains the one-layer model of :mod:`mha.chapters.task` with
 ``MergedMultiHeadAttention(merge=strategy)`` (:mod:`mha.chapters.merging`) and tests it; with
@@ -41,7 +42,7 @@ from .merging import STRATEGIES, AverageMerge, MergedMultiHeadAttention, check_m
 
 #: Where ``scripts/make_merge_results.py`` stores the sweeps the chapter reads.
 RESULTS_PATH = DATA_DIR / "merge_results.json"
-#: The model of the experiment: chapter 1's, with 4 heads (d_k = 8) and the linear readout.
+#: The model of the experiment: the single-head-limits chapter's, with 4 heads (d_k = 8) and the linear readout.
 NUM_HEADS = 4
 READOUT = "linear"
 #: Budgets (Adam steps) at which every run is evaluated on its way to its largest budget.
@@ -66,9 +67,10 @@ def merge_experiment(
     checkpoints=(),
     show_progress: bool = False,
 ) -> dict:
-    """Train chapter 1's one-layer model with ``MergedMultiHeadAttention(merge=strategy)``; test it.
+    """Train the single-head-limits chapter's one-layer model with ``MergedMultiHeadAttention(merge=strategy)``;
+    test it.
 
-    The task is chapter 1's (:func:`mha.chapters.task.make_task`): at each position ``t >= r`` name
+    The task is the single-head-limits chapter's (:func:`mha.chapters.task.make_task`): at each position ``t >= r`` name
     the tokens at ``t - 1, ..., t - r`` at once (``r = num_relations``; vocabulary 16, 12 tokens).
     Everything but the merge is the same: d_model 32, ``num_heads`` heads, embeddings, residual,
     readout (linear by default), Adam at ``lr`` for ``steps`` steps. The seed fixes the data, the
@@ -105,8 +107,8 @@ def merge_experiment(
 def make_merge_model(
     strategy: str, task: relation_task.Task, *, seed: int = 0, num_heads: int = NUM_HEADS, readout: str = READOUT
 ) -> relation_task.RelationModel:
-    """Chapter 1's model for ``task`` with ``MergedMultiHeadAttention(merge=strategy)``, its initial
-    weights fixed by ``seed`` (the model :func:`merge_experiment` trains).
+    """The single-head-limits chapter's model for ``task`` with ``MergedMultiHeadAttention(merge=strategy)``,
+    its initial weights fixed by ``seed`` (the model :func:`merge_experiment` trains).
 
     The draws happen in this order: W_Q, W_K, W_V, the merge layer, the embeddings, the readout. The
     merge layers draw different numbers of values, so only the first three are the same for every

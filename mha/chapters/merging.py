@@ -1,4 +1,4 @@
-"""Chapter 6: how the heads' outputs are merged back into one d_model-wide vector.
+"""The merging-heads chapter: how the heads' outputs are merged back into one d_model-wide vector.
 
 After attention, each of the H heads has produced a (T, Dh) matrix. Four ways to merge them
 (:data:`MERGES`), and a control for the experiment (:data:`STRATEGIES` holds all five):
@@ -36,7 +36,7 @@ concatenation and the fixed merges are affine functions of the token's input, an
 is not (:func:`affine_deviation`), while its outputs, like averaging's, lie in a Dh-dimensional
 space.
 
-:mod:`mha.chapters.merge_training` trains chapter 1's model (:mod:`mha.chapters.task`) with each
+:mod:`mha.chapters.merge_training` trains the single-head-limits chapter's model (:mod:`mha.chapters.task`) with each
 merge. The hand-built two-role example is :mod:`mha.chapters.role_heads`; the figures are in
 :mod:`mha.viz.merging`.
 

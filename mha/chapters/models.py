@@ -1,4 +1,4 @@
-"""The published transformers chapter 4 counts: BERT, GPT-2 and Llama 2, as data.
+"""The published transformers the parameter-analysis chapter counts: BERT, GPT-2 and Llama 2, as data.
 
 Each :class:`ModelConfig` holds enough of a model's shape to count its parameters exactly
 (:func:`mha.chapters.configs.total_params`), the exact count of the released checkpoint, the

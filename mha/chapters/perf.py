@@ -1,4 +1,4 @@
-"""Measuring attention (chapter 6): bytes kept and read, the layers compared, the decoding roofline.
+"""Measuring attention (the making-it-fast chapter): bytes kept and read, the layers compared, the decoding roofline.
 
 Timings are never taken here: ``python -m benchmarks.bench_attention`` writes them to
 ``benchmarks/results/<device>.json`` and :mod:`mha.chapters.perf_results` reads that file. What
@@ -192,7 +192,7 @@ def bare_attention_layer(module: nn.MultiheadAttention, x: torch.Tensor, *, is_c
     Shapes:
         x (B, T, D). Returns (B, T, D).
     """
-    # (chapter 10 prints these lines: at most 74 characters once dedented)
+    # (the making-it-fast chapter prints these lines: at most 74 characters once dedented)
     batch_size, seq_len, d_model = x.shape
     num_heads = module.num_heads
     w_in, b_in = module.in_proj_weight, module.in_proj_bias
@@ -232,7 +232,8 @@ def gqa_repeat_kv_forward(module: GroupedQueryAttention, x: torch.Tensor, *, is_
 # Decoding: bytes per step and the roofline
 # ---------------------------------------------------------------------------------------------
 
-#: The model of the decoding examples: Llama-2-7B (fp16, 32 layers, 32 heads of 128), from chapter 4.
+#: The model of the decoding examples: Llama-2-7B (fp16, 32 layers, 32 heads of 128), from the
+#: parameter-analysis chapter.
 DECODE_MODEL = "Llama-2-7B"
 
 #: NVIDIA's published figures for an H100 SXM (its datasheet, not a measurement of this course):

@@ -1,5 +1,6 @@
-"""Chapter 6's exercise checkers: the bytes of an attention matrix, the bytes a decoding step reads (both
-accountings), and one step of the online softmax. Each returns a :class:`~mha.chapters.answers.Verdict`.
+"""The making-it-fast chapter's exercise checkers: the bytes of an attention matrix, the bytes a decoding
+step reads (both accountings), and one step of the online softmax. Each returns a
+:class:`~mha.chapters.answers.Verdict`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Chapter 10's stored benchmark results: load a ``benchmarks/results/<device>.json`` file and read it.
+"""The making-it-fast chapter's stored benchmark results: load a ``benchmarks/results/<device>.json`` file and read it.
 
 ``python -m benchmarks.bench_attention`` (``make bench``) writes the file; nothing here times
 anything. Every timing in a report is a list of samples taken **side by side**: in each round the
@@ -247,7 +247,7 @@ def _layers(a, b, seq_len, key="forward_backward") -> Comparison:
 def comparison_family(
     lengths, target_len: int, num_heads: int, decode_grid=(), kv_heads=(), compile_flags=()
 ) -> list[Comparison]:
-    """Every comparison chapter 10 states a verdict on, for a benchmark of this configuration.
+    """Every comparison the making-it-fast chapter states a verdict on, for a benchmark of this configuration.
 
     Fixed before a run (the benchmark stores the labels it was run with), so that the correction
     counts every comparison and none is chosen after seeing the data:

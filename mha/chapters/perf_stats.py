@@ -1,4 +1,4 @@
-"""When does a benchmark call one implementation faster than another? (chapter 10)
+"""When does a benchmark call one implementation faster than another? (the making-it-fast chapter)
 
 The benchmark times two implementations A and B in the same rounds, so each round gives one ratio
 r = time(A) / time(B). This module turns the rounds' ratios into a verdict with one rule, fixed

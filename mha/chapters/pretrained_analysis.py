@@ -1,4 +1,4 @@
-"""Chapter 7's analyses of all-MiniLM-L6-v2: what each of its heads does, and how much it matters.
+"""The pretrained-heads chapter's analyses of all-MiniLM-L6-v2: what each of its heads does, and how much it matters.
 
 The model itself (configuration, weights, tokenizer, forward pass) is :mod:`mha.bert`; the
 figures are in :mod:`mha.viz.pretrained_analysis`. Here:
@@ -47,7 +47,7 @@ SENTENCE_PAIRS = DATA_DIR / "sentence_pairs.json"
 # Looking at the heads
 # ---------------------------------------------------------------------------------------------
 
-#: The sentence tutorials use to show a coreference head (chapter 1's), and its twin: "it" is the
+#: The sentence tutorials use to show a coreference head (the single-head-limits chapter's), and its twin: "it" is the
 #: animal when it is tired, the street when it is wide. Only the last word differs, so every token
 #: sits at the same position in both.
 TWIN_SENTENCES = {
@@ -284,7 +284,7 @@ def head_value_vectors(attn, x: torch.Tensor) -> torch.Tensor:
     plus W_O's bias, is the attention block's output.
 
     Shapes: x (B, T, D), the input of the attention block ``attn`` (:class:`mha.MultiHeadAttention`).
-    Returns (B, H, T, D). Chapter 11 prints the body: keep its lines within 74 characters.
+    Returns (B, H, T, D). The pretrained-heads chapter prints the body: keep its lines within 74 characters.
     """
     values = split_heads(attn.v_proj(x), attn.num_heads)  # (B, H, T, Dh)
     shape = (x.shape[-1], attn.num_heads, attn.head_dim)

@@ -1,4 +1,4 @@
-"""Chapter 7's pruning study of all-MiniLM-L6-v2: which heads can go, and how we would know.
+"""The pretrained-heads chapter's pruning study of all-MiniLM-L6-v2: which heads can go, and how we would know.
 
 The yardstick is :func:`mha.chapters.pretrained_analysis.quality_with_heads` (the paraphrase
 margin on the course's sentence pairs). Ranking heads and judging the ranking on the *same* pairs
@@ -39,7 +39,7 @@ from .pretrained_analysis import (
 from .task import one_thread
 
 #: Precomputed by :func:`ablation_study` (minutes on a CPU, too slow for a notebook cell);
-#: ``python scripts/make_ablation_cache.py`` rewrites it. Chapter 7 and the tests recompute entries.
+#: ``python scripts/make_ablation_cache.py`` rewrites it. The pretrained-heads chapter and the tests recompute entries.
 ABLATION_RESULTS = DATA_DIR / "minilm_head_ablation.json"
 #: How many heads the pruning curves remove at each step.
 PRUNING_STEP = 6
@@ -126,7 +126,7 @@ def margin_gradients(model: BertEncoder, batches) -> np.ndarray:
     """
     param = next(model.parameters())
     config = model.config
-    # the lines from here to ``grads = ...`` are printed on chapter 11's page: at most 74 characters
+    # the lines from here to ``grads = ...`` are printed on the pretrained-heads page: at most 74 characters
     shape = (config.num_layers, config.num_heads)
     gates = torch.ones(shape, dtype=param.dtype, device=param.device)
     gates.requires_grad_(True)
@@ -297,7 +297,7 @@ def parking_check(model: BertEncoder, batches, parking: list[int], randoms) -> d
 
 
 def ablation_study(model: BertEncoder, tokenizer, parking: list[int], progress=None) -> dict:
-    """Everything chapter 7 says about removing heads, as a JSON-ready dict.
+    """Everything the pretrained-heads chapter says about removing heads, as a JSON-ready dict.
 
     In-sample (ranked and judged on all pairs): the single-head ablation and the curves in the
     order it gives, its reverse and :data:`NUM_RANDOM_ORDERS` random orders. Held out: two
@@ -373,7 +373,7 @@ def write_ablation_study(study: dict, path=None) -> Path:
 
 
 # ---------------------------------------------------------------------------------------------
-# What chapter 7 recomputes live
+# What the pretrained-heads chapter recomputes live
 # ---------------------------------------------------------------------------------------------
 
 

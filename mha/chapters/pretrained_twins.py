@@ -1,4 +1,5 @@
-"""Chapter 7's coreference test on Winograd-style twins: does any head send a pronoun to its referent?
+"""The pretrained-heads chapter's coreference test on Winograd-style twins: does any head send a pronoun
+to its referent?
 
 A twin pair is two sentences that differ in one word, and that word decides which of two nouns the
 pronoun names: *The trophy didn't fit into the suitcase because it was too big / small.* The data
@@ -147,7 +148,7 @@ def held_out_best(resolves: np.ndarray, choose, judge) -> dict:
 
 
 # --------------------------------------------------------------------------------------------
-# Your own sentence: every head of the model on any text (chapter 7's explorer)
+# Your own sentence: every head of the model on any text (the pretrained-heads chapter's explorer)
 # --------------------------------------------------------------------------------------------
 
 #: The longest sentence the explorer shows, in tokens with [CLS] and [SEP] (its labels stay readable).

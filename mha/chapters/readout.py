@@ -1,6 +1,6 @@
 """Which relations a *linear* readout can read on every input, when the heads' weights follow positions.
 
-The argument of chapter 1's deep dive (``chapters/08_head_count_experiments.md``). Head ``h`` puts
+The argument of the head-count experiments (``chapter("head_count_experiments")``). Head ``h`` puts
 the fixed weight ``A[h, j]`` on the token ``j`` places back
 (``j = 0`` is the token itself). A linear readout's preference for symbol B over symbol A is a sum of one
 term per head and token, ``sum_h sum_j A[h, j] g_h(x_{t-j})``; with ``c_h = g_h(B) - g_h(A)`` the change
@@ -34,7 +34,7 @@ from .answers import Report, Verdict, fit_to_page, read_int
 
 _TOL = 1e-9
 
-#: The heads of exercise 2 of chapter 1's deep dive: weights on the tokens 0, 1, 2, 3 places back
+#: The heads of exercise 2 of the head-count experiments: weights on the tokens 0, 1, 2, 3 places back
 #: (the rest lies further back).
 EXERCISE_WEIGHTS = ((0.05, 0.6, 0.3, 0.05), (0.0, 0.1, 0.45, 0.45))
 
@@ -148,7 +148,7 @@ def _combination_text(c: torch.Tensor, beta: torch.Tensor, offset: int) -> str:
 
 
 def check_readable(answer, weights=EXERCISE_WEIGHTS) -> Verdict:
-    """Check exercise 2 of chapter 1's deep dive: which relations (offsets >= 1) can a linear readout
+    """Check exercise 2 of the head-count experiments: which relations (offsets >= 1) can a linear readout
     read on every input?
 
     Args:

@@ -1,4 +1,4 @@
-"""Chapter 6's hand-built example: two heads with two roles, "who chases" and "who is chased".
+"""The merging-heads chapter's hand-built example: two heads with two roles, "who chases" and "who is chased".
 
 Three-word sentences over four words (:data:`ROLE_VOCAB`). :func:`role_heads_example` sets the
 weights of a two-head :class:`mha.chapters.merging.MergedMultiHeadAttention` by hand so that, at the

@@ -1,4 +1,4 @@
-"""Chapter 2's experiments: why the scores are scaled by 1/√d_k, and how d_model is cut into heads.
+"""The multi-head-math chapter's experiments: why the scores are scaled by 1/√d_k, and how d_model is cut into heads.
 
 **Why 1/√d_k.** Draw a query ``q`` and keys ``k_j`` with independent unit-variance entries. Each
 score ``q·k_j`` is a sum of ``d_k`` products of variance 1, so its variance is ``d_k``

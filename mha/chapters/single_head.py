@@ -1,4 +1,4 @@
-"""Chapter 1's hand-built example: one head that splits its attention between two tokens.
+"""The single-head-limits chapter's hand-built example: one head that splits its attention between two tokens.
 
 In "cat chases mouse" (猫 追 老鼠) the verb needs *both* its subject and its object. Give the verb
 one head whose weights put ``split`` on "cat" and ``1 - split`` on "mouse". The head returns the

@@ -1,4 +1,4 @@
-"""Chapter 1's opening: one head of attention as a soft lookup, and the softmax temperature.
+"""The single-head-limits chapter's opening: one head of attention as a soft lookup, and the softmax temperature.
 
 :func:`worked_row` is the worked row: the query of "mouse", the last of five tokens, is compared
 with the keys of the five tokens it may see (dot products: the scores), a softmax turns the scores
@@ -69,7 +69,7 @@ def worked_row(temperature: float = 1.0) -> dict:
     """One query's lookup: scores, weights and output, by :func:`mha.scaled_dot_product_attention`.
 
     The query of "mouse" sees all five tokens (it is the last one, so a causal mask hides none).
-    ``temperature`` divides the scores before the softmax (1: the plain softmax of chapter 1).
+    ``temperature`` divides the scores before the softmax (1: the plain softmax of the single-head-limits chapter).
 
     Shapes:
         returns ``scores`` (S,), ``weights`` (S,) and ``output`` (Dh,), float64; S = 5, Dh = 2.

@@ -24,7 +24,7 @@ def format_table(rows: list[dict], columns: dict) -> str:
     return "\n".join(lines)
 
 
-#: Chapter 5's table of published models: a row key of ``configs.param_table`` -> (header, format).
+#: The parameter-analysis chapter's table of published models: a row key of ``configs.param_table`` -> (header, format).
 #: Short headers, so that the table fits the page's 74 characters: ``attn/layer`` is one layer's
 #: attention parameters, ``all params`` the whole model's, ``attn %`` the share of all parameters
 #: that the L layers' attention holds (``attn_stack``, L times the first column, is left out).
@@ -39,7 +39,7 @@ PARAM_COLUMNS = {
     "attn_share": ("attn %", ".1%"),
 }
 
-#: Chapter 5's KV-cache table: a row key of ``configs.kv_cache_table`` -> (header, format).
+#: The parameter-analysis chapter's KV-cache table: a row key of ``configs.kv_cache_table`` -> (header, format).
 KV_COLUMNS = {
     "model": ("model", "s"),
     "kv_heads": ("g", "d"),

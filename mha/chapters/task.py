@@ -1,4 +1,5 @@
-"""The synthetic task and the one-layer model of chapters 1 and 8 (heads) and chapter 9 (merges).
+"""The synthetic task and the one-layer model of the single-head-limits chapter and the head-count
+experiments (heads), and of the merging experiments (merges).
 
 **The task** (:func:`make_task`). Each example is a sequence of ``seq_len`` tokens drawn uniformly
 from a vocabulary of ``vocab_size`` symbols. At every position ``t`` the model must output, *at the
@@ -21,8 +22,8 @@ A run can also record a **learning curve**: training and held-out accuracy at ``
 (step counts). Evaluating draws no random numbers and changes no weight, so the point at step ``s``
 of a long run is exactly what a run of ``s`` steps returns: one run gives every budget.
 
-The experiments built on it: :mod:`mha.chapters.head_count` (chapter 1) and
-:mod:`mha.chapters.merging` (chapter 5).
+The experiments built on it: :mod:`mha.chapters.head_count` (the single-head-limits chapter and
+the head-count experiments) and :mod:`mha.chapters.merge_training` (the merging experiments).
 """
 
 from __future__ import annotations

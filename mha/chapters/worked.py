@@ -1,4 +1,4 @@
-"""Chapter 3: multi-head attention on five tokens and two heads, with every number on the page.
+"""The worked example: multi-head attention on five tokens and two heads, with every number on the page.
 
 The example (:func:`worked_example`) is small enough to check with pencil and paper:
 
@@ -171,7 +171,7 @@ def worked_example(x: torch.Tensor | None = None, temperature: float = 1.0) -> W
     k = torch.stack([x @ w_h for w_h in w["w_k"]])  # (H, T, Dh)
     v = torch.stack([x @ w_h for w_h in w["w_v"]])  # (H, T, Dh)
     scores = q @ k.transpose(-2, -1)  # (H, T, T): row = query token, column = key token
-    # √d_k keeps the scores' spread independent of the head width (chapter 2).
+    # √d_k keeps the scores' spread independent of the head width (the multi-head-math chapter).
     scaled = scores / (math.sqrt(HEAD_DIM) * temperature)  # (H, T, T)
     weights = masked_softmax(scaled)  # (H, T, T)
     head_outputs = weights @ v  # (H, T, Dh)
@@ -218,8 +218,8 @@ def to_module(example: WorkedExample | None = None) -> MultiHeadAttention:
     """An ``mha.MultiHeadAttention(8, 2, bias=False)`` (float64) holding the example's weights.
 
     One d_model x d_model projection is the two heads' (8, 4) matrices side by side; nn.Linear
-    computes ``x @ weight.T``, so it stores the transpose. Chapter 3 prints the body: its lines
-    stay within 74 characters.
+    computes ``x @ weight.T``, so it stores the transpose. The worked example prints the body: its
+    lines stay within 74 characters.
     """
     ex = worked_example() if example is None else example
     module = MultiHeadAttention(D_MODEL, NUM_HEADS, bias=False).to(DTYPE)

@@ -1,5 +1,5 @@
-"""Chapter 3's checkers, what they measure in a wrong row: which entries differ at the stated precision,
-and which usual slip (scaled vs raw scores, a column for a row, another head, the wrong scale, keys
+"""The worked example's checkers, what they measure in a wrong row: which entries differ at the stated
+precision, and which usual slip (scaled vs raw scores, a column for a row, another head, the wrong scale, keys
 or X averaged instead of values) reproduces the learner's numbers. :func:`mha.chapters.worked.check_row`
 and :func:`~mha.chapters.worked.check_output_row` call them with a :class:`~mha.chapters.worked.WorkedExample`
 ``ex`` (its ``scores``, ``scaled_scores``, ``weights``, ``k``, ``v``, ``x``, ``head_dim``, ``temperature``).

@@ -1,4 +1,4 @@
-"""Chapter 3, "change the example": the worked example on five words the reader picks.
+"""The worked example's "change the example": the worked example on five words the reader picks.
 
 Each word comes from a small vocabulary with a word type (det, noun, verb). A sentence becomes
 the input X exactly as the chapter's own does (:func:`mha.chapters.worked.canonical_x`): row t is

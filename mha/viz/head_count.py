@@ -1,5 +1,6 @@
-"""Chapter 1's figures (and its deep dive's): each head's attention map, accuracy against the number of heads, the grid
-of (relations, heads), and learning curves (accuracy against training steps).
+"""The single-head-limits chapter's figures (and the head-count experiments'): each head's attention map,
+accuracy against the number of heads, the grid of (relations, heads), and learning curves (accuracy against
+training steps).
 
 The numbers come from :mod:`mha.chapters.head_count` (the cached grid and curves).
 """

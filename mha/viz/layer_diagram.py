@@ -1,4 +1,4 @@
-"""Chapter 2's picture of the whole layer: every tensor of multi-head attention, with its shape.
+"""The multi-head-math chapter's picture of the whole layer: every tensor of multi-head attention, with its shape.
 
 X (n, d_model) -> Q, K, V (n, d_model) -> h heads of (n, d_k) -> scores and weights (h, n, m)
 -> per-head outputs (h, n, d_k) -> concatenation (n, h·d_k) -> W^O -> (n, d_model), drawn from

@@ -170,7 +170,7 @@ class Painter:
         Labels (tick labels: words, numbers of heads) change far less often than what they label:
         a temperature move changes every cell of a heatmap and no word. They are drawn into a second
         background, made again only when one of their texts changes, so that a move that leaves
-        them alone redraws none of them (in chapter 3 they were a third of an update)."""
+        them alone redraws none of them (in the worked example they were a third of an update)."""
         from .artists import TextLayer
 
         layers = [artist for artist in self.moving if isinstance(artist, TextLayer)]

@@ -1,5 +1,5 @@
-"""Chapter 5's figures: the equivalent W^O of each merge in blocks, the hand-built two-role example
-under each merge, and the merge sweeps of the deep dive (learning curves per merge, the
+"""The merging-heads chapter's figures: the equivalent W^O of each merge in blocks, the hand-built two-role
+example under each merge, and the merge sweeps of its deep dive, the merging experiments (learning curves per merge, the
 learning-rate sweep, accuracy against parameters).
 
 The numbers come from :mod:`mha.chapters.merging`, :mod:`mha.chapters.merge_training` and

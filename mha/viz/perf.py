@@ -1,5 +1,5 @@
-"""Chapter 6's figures: stored benchmark timings (medians with IQR error bars), memory, the decoding
-roofline, and the explorer's frames.
+"""The making-it-fast chapter's figures: stored benchmark timings (medians with IQR error bars), memory,
+the decoding roofline, and the explorer's frames.
 
 The numbers come from :mod:`mha.chapters.perf_results` (which reads
 ``benchmarks/results/<device>.json``) and :mod:`mha.chapters.perf` (exact byte counts).

@@ -1,5 +1,5 @@
-"""Chapter 2's figures: the sqrt(d_k) sweep and its explorer, how split_heads cuts the projected queries,
-and which feature of which token lands in which head (view + transpose, and view alone).
+"""The multi-head-math chapter's figures: the sqrt(d_k) sweep and its explorer, how split_heads cuts the
+projected queries, and which feature of which token lands in which head (view + transpose, and view alone).
 
 The numbers come from :mod:`mha.chapters.scaling`.
 """
@@ -53,7 +53,7 @@ def plot_scaling_sweep(sweep: dict):
         ("jacobian_norm", "median ‖∂softmax/∂scores‖", "log"),
         ("grad_q_norm", "median ‖∂softmax/∂q‖", "log"),
     ]
-    # narrow enough for a folded cell's output (666 px), where chapter 2 shows it
+    # narrow enough for a folded cell's output (666 px), where the multi-head-math chapter shows it
     fig, axes = plt.subplots(2, 2, figsize=(6.6, 6.0))
     scales = [name for name in sweep if name != "d_k"]
     for ax, (key, label, yscale) in zip(axes.flat, panels):

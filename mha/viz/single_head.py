@@ -1,4 +1,5 @@
-"""Chapter 1's hand-built figures: one head splitting its attention, and the relations in a sentence.
+"""The single-head-limits chapter's hand-built figures: one head splitting its attention, and the relations
+in a sentence.
 
 The numbers come from :mod:`mha.chapters.single_head`.
 """

@@ -1,4 +1,4 @@
-"""Chapter 1's opening figures: one query's lookup (:func:`plot_worked_row`), and the temperature
+"""The single-head-limits chapter's opening figures: one query's lookup (:func:`plot_worked_row`), and the temperature
 explorer's softmax(scores / temperature) as bars (:func:`plot_temperature`).
 
 The numbers come from :mod:`mha.chapters.softmax_demo`.

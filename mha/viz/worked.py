@@ -1,4 +1,4 @@
-"""Chapter 3's presentation: every matrix of the worked example as text and as LaTeX, and its explorer.
+"""The worked example's presentation: every matrix of the worked example as text and as LaTeX, and its explorer.
 
 The numbers come from :mod:`mha.chapters.worked`. Text and LaTeX are made from the same numbers
 (:func:`format_matrix` and :func:`to_latex`), so what the book typesets is what nbval checks.

@@ -1,4 +1,4 @@
-"""Chapter 3's "change the example" explorer: every intermediate of the worked example on the
+"""The worked example's "change the example" explorer: every intermediate of the worked example on the
 reader's five words (scores, weights, the concatenated head outputs, the output), one heatmap each.
 
 The numbers come from :mod:`mha.chapters.worked_edit`.

@@ -1,0 +1,110 @@
+"""Write the README's table of chapters from ``mha.chapters.CHAPTERS``: each chapter, its code, figures and hints.
+
+Usage: python scripts/chapter_table.py [--check]
+
+Rewrites the block between the two marker comments of ``README.md`` (:data:`BEGIN`, :data:`END`) with
+one row per chapter: the number the book shows and its title (from the chapter's source, linked), its
+part (``_toc.yml``), its label (what code calls it), its modules in ``mha/chapters/``, the ``mha/viz/``
+modules that draw its figures, and the phrasebooks of its checkers' Chinese hints
+(``mha/data/verdicts/zh_CN/``). Nothing else of the README changes. ``--check`` writes nothing and
+exits 1 when the block differs from what the map gives now (``tests/test_chapter_map.py`` checks the
+same).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mha.chapters import CHAPTERS, SHARED, Chapter  # noqa: E402
+
+README = ROOT / "README.md"
+BEGIN = "<!-- chapter table: written by scripts/chapter_table.py from mha.chapters.CHAPTERS; do not edit -->"
+END = "<!-- end of chapter table -->"
+PHRASEBOOKS = ROOT / "mha" / "data" / "verdicts" / "zh_CN"
+
+
+def title(chapter: Chapter) -> str:
+    """The chapter's title: the first ``# `` heading of its source."""
+    text = (ROOT / chapter.source).read_text(encoding="utf-8")
+    return re.search(r"^# (.+)$", text, re.M).group(1).strip()
+
+
+def parts() -> dict[str, str]:
+    """Page -> the caption of its part in ``_toc.yml`` ("The course", "Deep dives")."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    return {entry["file"]: part["caption"] for part in toc["parts"] for entry in part.get("chapters", [])}
+
+
+def phrasebooks(chapter: Chapter) -> list[str]:
+    """The phrasebooks of the chapter's checkers: one per checker module, named after it or after the
+    modules' shared prefix (``pretrained.json`` serves ``pretrained_analysis``, ...)."""
+    names = {p.stem for p in PHRASEBOOKS.glob("*.json")}
+    found = []
+    for module in chapter.modules:
+        name = module if module in names else module.split("_")[0]
+        if name in names and name not in found and module not in SHARED:
+            found.append(name)
+    return [f"{name}.json" for name in found]
+
+
+def code(names) -> str:
+    return ", ".join(f"`{n}`" for n in names) or "-"
+
+
+def table() -> str:
+    """The block, markers included."""
+    part_of = parts()
+    rows = [
+        BEGIN,
+        "| | chapter | part | label | code (`mha/chapters/`) | figures (`mha/viz/`) | Chinese hints "
+        "(`mha/data/verdicts/zh_CN/`) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for number, chapter in CHAPTERS.items():
+        rows.append(
+            f"| {number} | [{title(chapter)}]({chapter.source}) | {part_of.get(chapter.page, '-')} | "
+            f"`{chapter.label}` | {code(chapter.modules)} | {code(chapter.figures)} | {code(phrasebooks(chapter))} |"
+        )
+    rows.append("")
+    rows.append(
+        f"Shared by several chapters: {code(SHARED)}. Code names a chapter by its label "
+        '(`mha.chapters.chapter("worked_example")`), never by its number.'
+    )
+    rows.append(END)
+    return "\n".join(rows)
+
+
+def rewritten(text: str) -> str:
+    """``text`` (the README) with its block replaced by :func:`table`; ``ValueError`` without both markers."""
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"README.md lacks the markers {BEGIN!r} ... {END!r}")
+    return text[:start] + table() + text[end + len(END) :]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the table is out of date")
+    args = parser.parse_args(argv)
+    text = README.read_text(encoding="utf-8")
+    new = rewritten(text)
+    if new == text:
+        return 0
+    if args.check:
+        print("README.md's chapter table is stale: run python scripts/chapter_table.py", file=sys.stderr)
+        return 1
+    README.write_text(new, encoding="utf-8")
+    print("wrote the chapter table of README.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
