@@ -53,7 +53,7 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml package.json package-l
 
 install: $(STAMP)
 
-# The live notebooks (issue 19): JupyterLab and Notebook 7, pinned in requirements-lab.txt, on top of
+# The live notebooks: JupyterLab and Notebook 7, pinned in requirements-lab.txt, on top of
 # `make install`. The learner works on copies in lab/ (git-ignored; scripts/lab_copies.py never
 # overwrites one), so that saving never changes book/*.ipynb, which the book and nbval read.
 # `make lab APP=notebook` opens Notebook 7 instead; `make lab LAB_ARGS=--no-browser` opens no browser.
@@ -72,7 +72,7 @@ lab: $(LAB_STAMP)
 	$(if $(filter environment command,$(firstword $(origin MHA_DEVICE))),,env -u MHA_DEVICE) env -u TQDM_DISABLE \
 	  $(VENV)/bin/jupyter $(APP) --ServerApp.root_dir=lab $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
 
-# The Chinese notebooks (issue 47): the same code and outputs, the prose from the Chinese catalogues,
+# The Chinese notebooks: the same code and outputs, the prose from the Chinese catalogues,
 # checkers that answer in Chinese; copies in lab/zh_CN/, never overwritten either.
 .PHONY: lab-zh
 lab-zh: $(LAB_STAMP)
@@ -90,7 +90,7 @@ book: install
 	$(VENV)/bin/jupyter-book build --all -W -n --keep-going .
 	@echo "Book built: $(CURDIR)/_build/html/index.html"
 
-# The Chinese edition (issue 20): the same notebooks and stored outputs, the prose from
+# The Chinese edition: the same notebooks and stored outputs, the prose from
 # locales/zh_CN/LC_MESSAGES/book/*.po (Sphinx gettext). Jupyter Book reads its configuration
 # (_config.yml with language: zh_CN, written by scripts/i18n.py) from the book's root.
 book-zh: install
@@ -128,7 +128,7 @@ nbval: install
 	$(NBVAL) $(NOTEBOOKS)
 	@$(PY) scripts/nbval_cells.py $(NOTEBOOKS)
 
-# The Chinese notebooks the zh edition hands out (issue 47), run under nbval against what they store:
+# The Chinese notebooks the zh edition hands out, run under nbval against what they store:
 # the English notebook's outputs, each checker's verdict in its stored Chinese text.
 NBVAL_ZH := 01_single_head_limits 03_worked_example 04_build_it_yourself 05_parameter_analysis 11_pretrained_heads
 .PHONY: nbval-zh
@@ -220,8 +220,8 @@ budget: install
 clean:
 	rm -rf _build .pytest_cache
 
-# Benchmarks (issue 9): writes benchmarks/results/<device>.json/.md and explorers-<device>.json/.md;
-# then, where the book is built, how soon a phone shows each page (_build/page-speed.md, issue 46)
+# Benchmarks: writes benchmarks/results/<device>.json/.md and explorers-<device>.json/.md;
+# then, where the book is built, how soon a phone shows each page (_build/page-speed.md)
 .PHONY: bench
 bench: install
 	$(PY) -m benchmarks.bench_attention

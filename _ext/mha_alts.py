@@ -1,4 +1,4 @@
-"""The explorers' alt texts and caption option lists in the Chinese edition (issue 36).
+"""The explorers' alt texts and caption option lists in the Chinese edition.
 
 An explorer (``mha.viz.widgets``) stores one alt text per frame, written in English by the chapter's
 alt function: in its JSON data (``alts``, which its script shows as the frame changes) and on the

@@ -12,7 +12,7 @@ It also leaves out the widget state that myst-nb embeds for notebooks executed w
 explorers are self-contained HTML), so it would only add tens of kilobytes to a page. The
 state stays in the ``.ipynb``, where JupyterLab uses it to show the widgets without a kernel.
 
-A book that reads on every screen and to every reader (issue 28), in both editions:
+A book that reads on every screen and to every reader, in both editions:
 
 * ``static/mha_book.css`` and ``static/mha_book.js`` on every page: the visible navigation
   buttons work (the themes bind only a hidden copy: pydata-sphinx-theme issue 2451), long inline

@@ -1,4 +1,4 @@
-"""Math typeset when the book is built (issue 35), in both editions: no math script on any page.
+"""Math typeset when the book is built, in both editions: no math script on any page.
 
 Every formula of the book (MyST ``$...$``, ``$$...$$``, amsmath environments, ``{math}`` blocks) is
 rendered to HTML by KaTeX while Sphinx writes the page: ``sphinxcontrib-katex`` (PyPI) with
@@ -255,7 +255,8 @@ def copy_katex_assets(app, exc) -> None:
     """Copies KaTeX's CSS (WOFF2 fonts only) and its WOFF2 fonts into ``_static/katex``."""
     if exc is not None or app.builder.format != "html" or app.config.html_math_renderer != "katex":
         return
-    # MathJax, which a build before issue 35 copied here (Sphinx keeps what an earlier build wrote)
+    # MathJax, which the builds that typeset math in the browser copied here (Sphinx keeps what an
+    # earlier build wrote)
     shutil.rmtree(Path(app.outdir) / "_static" / "mathjax", ignore_errors=True)
     target = Path(app.outdir) / "_static" / KATEX_STATIC
     shutil.rmtree(target, ignore_errors=True)

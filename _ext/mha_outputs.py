@@ -1,4 +1,4 @@
-"""What the chapters' code prints, in the Chinese edition (issue 36).
+"""What the chapters' code prints, in the Chinese edition.
 
 The notebooks are executed once, in English, and their stored outputs are the same in both editions.
 The Chinese edition translates the text an output shows (a stream, or a ``text/plain`` result) when the

@@ -1,6 +1,6 @@
 """The search page, and the colour mode a first visit starts in (loaded from _config.yml: local_extensions).
 
-Issue 35, in both editions:
+In both editions:
 
 * The search page loads ``static/mha_search.js`` (and no other page does): one hit per page,
   chapters first, and summaries in plain text, formulas included (see that file). Sphinx's own

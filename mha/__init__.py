@@ -33,26 +33,9 @@ from .modules import (
     SingleHeadAttention,
 )
 
-# Modules that load on first use (``mha.chapters``, ``mha.viz``, ``mha.bert``, ...), so that
-# ``import mha`` stays light. The flat names of earlier versions (``mha.experiments``,
-# ``mha.plotting``, ...) are kept as aliases of the modules that replaced them.
-_SUBMODULES = {
-    "bert": "bert",
-    "chapters": "chapters",
-    "encoder": "encoder",
-    "viz": "viz",
-    "configs": "chapters.configs",
-    "experiments": "chapters.head_count",
-    "merging": "chapters.merging",
-    "perf": "chapters.perf",
-    "pretrained": "chapters.pretrained_analysis",
-    "scaling": "chapters.scaling",
-    "single_head": "chapters.single_head",
-    "softmax_demo": "chapters.softmax_demo",
-    "worked": "chapters.worked",
-    "plotting": "viz.plotting",
-    "widgets": "viz.widgets",
-}
+# Modules and names that load on first use (``mha.chapters``, ``mha.viz``, ``mha.bert``,
+# ``mha.worked_example``, ...), so that ``import mha`` stays light.
+_SUBMODULES = {"bert": "bert", "chapters": "chapters", "encoder": "encoder", "viz": "viz"}
 _LAZY_NAMES = {"worked_example": "chapters.worked", "EncoderLayer": "encoder"}
 
 

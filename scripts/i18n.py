@@ -139,7 +139,8 @@ RENDERINGS = (
     (r"one-hot", "独热 (one-hot)"),
     (r"符号表(?!示)|符号约定", "符号说明 (the notation page)"),
     (r"笔记本(?!电脑)", "notebook (笔记本 also means a laptop)"),
-    # issue 36: one rendering per term, as d2l-zh has it where it has one
+    # one rendering per term, so that a reader meets each idea under one name, as d2l-zh has it where
+    # it has one
     (r"位置嵌入", "位置编码 (positional embedding; RoPE is 旋转位置编码, as in d2l-zh)"),
     (r"拐点", "脊点 (the roofline's ridge point)"),
     (r"带宽上界", "带宽下界 (a step takes at least bytes / bandwidth)"),
@@ -378,7 +379,7 @@ def import_json(po: Path, source: Path) -> int:
 
 def reuse() -> list[str]:
     """Fill each untranslated or fuzzy message whose English is translated, exactly, in another page's
-    catalogue (a paragraph moved from one page to another, issue 33). Returns ``page: msgid`` per fill."""
+    catalogue (a paragraph moved from one page to another). Returns ``page: msgid`` per fill."""
     loaded = {}
     for page, path in catalogues().items():
         with path.open("rb") as f:

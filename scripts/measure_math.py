@@ -1,4 +1,4 @@
-"""What the math costs a reader, per page of both editions (issue 35): before and after typesetting moved to the build.
+"""What the math costs a reader, per page of both editions: before and after typesetting moved to the build.
 
 Usage: python scripts/measure_math.py [--label after] [--site _build] [--pages book/03_worked_example ...]
 

@@ -2,18 +2,18 @@
 
 Usage: python scripts/reading_time.py [--check]
 
-The measure (issue 33; counted from what a reader sees on the rendered page without opening anything):
+The measure (counted from what a reader sees on the rendered page without opening anything):
   * prose: the words of the Markdown cells (or of a Markdown page), at 140 words a minute;
   * a folded box (a dropdown: "going further", an exercise's answer) counts at half its time (its words,
-    equations and figures), the rule of issue 45: a reader opens some boxes and not others, and half is
-    what one who opens every second box reads (leaving the boxes out, as issue 33 did, read 150 minutes
-    where a learner who opened some took longer; counting them in whole assumes every box is read);
+    equations and figures): a reader opens some boxes and not others, and half is what one who opens
+    every second box reads (leaving the boxes out read 150 minutes where a learner who opened some
+    took longer; counting them in whole assumes every box is read);
   * code: the lines of code cells a reader sees unfolded (cells tagged remove-input, remove-cell,
     hide-input or hide-cell are folded or gone), at 10 lines a minute; the figures and explorers of a
     cell whose code is folded still count, unless its outputs are folded too;
   * half a minute for each display equation, 1.5 minutes for each figure (an image output, or an image
     in the prose) and 2 for each explorer.
-The rates are those that matched a new learner's minutes on the core path (issue 33: within 10 % on six of
+The rates are those that matched a new learner's minutes on the core path (within 10 % on six of
 its seven chapters, where the old rates, 200 words and 15 lines a minute, read 195 minutes as 122).
 The budget: the core path (the part captioned "The course") at most 150 minutes and each of its
 chapters at most 30; each deep dive at most 60. ``--check`` exits 1 when the book is over it.
@@ -44,7 +44,7 @@ IMAGE_MARKUP = re.compile(r"!\[[^\]]*\]\([^)]*\)")
 DIRECTIVE = re.compile(r"^(`{3,}|:{3,})\{([\w-]+)\}")
 DISPLAY_MATH = re.compile(r"\$\$.*?\$\$|^(`{3,}|:{3,})\{math\}.*?^\1$", re.DOTALL | re.MULTILINE)
 MATH_BLOCK = re.compile(r"\$\$|^(`{3,}|:{3,})\{math\}", re.MULTILINE)
-#: The share of a folded box's time the measure counts (issue 45's rule: half).
+#: The share of a folded box's time the measure counts: half, what a reader who opens every second box reads.
 FOLDED_SHARE = 0.5
 
 

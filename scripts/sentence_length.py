@@ -2,7 +2,7 @@
 
 Usage: python scripts/sentence_length.py [--limit N] [--list] [PAGE ...]
 
-The measure (issue 45), on the text sources (``chapters/NAME.md``, ``book/intro.md``):
+The measure, on the text sources (``chapters/NAME.md``, ``book/intro.md``):
   * prose is the Markdown outside code cells, fenced code, display math, directive option lines,
     labels, tables and figure markup; folded boxes count (a reader who opens them reads them);
   * inline math (``$...$``) and inline code (```...```) count as one word each, a role such as

@@ -1,4 +1,4 @@
-"""How a page reads on every screen and to every reader (issue 28), measured in one open page.
+"""How a page reads on every screen and to every reader, measured in one open page.
 
 ``read_page`` is called by ``test_browser.visit`` on a page already loaded at 1280x900 in light
 mode (so each page of each edition is opened once for every browser check); the assertions are
@@ -91,7 +91,7 @@ FORMULA_STOPS = r"""() => {
     needless: all.filter(m => stop(m) && !scrolls(m)).map(text),
     unreachable: all.filter(m => scrolls(m) && !stop(m)).map(text),
     // a box that scrolls by its formula's 1-3 px overhang: Chromium makes every scroller a Tab stop
-    // (with no tabindex), and its scroll shadow shows as a hairline (issue 46)
+    // (with no tabindex), and its scroll shadow shows as a hairline
     overhangs: all.filter(m => ["auto", "scroll"].includes(getComputedStyle(m).overflowX)
       && m.scrollWidth > m.clientWidth && !scrolls(m)).map(text),
     inside: Array.from(document.querySelectorAll(".katex [tabindex], .katex a[href]"))
@@ -99,7 +99,7 @@ FORMULA_STOPS = r"""() => {
   };
 }"""
 
-#: Formulas cut off (issue 35), every fold opened first (an exercise's answer): for each formula on
+#: Formulas cut off, every fold opened first (an exercise's answer): for each formula on
 #: the page (KaTeX's ``.katex``; MathJax's ``mjx-container`` in a book built before), how far its drawn
 #: parts reach, and the first box up the tree that clips or scrolls what sticks out of it. A formula
 #: that sticks out of a box that hides it is clipped; one that sticks out of its own box that scrolls
@@ -300,7 +300,7 @@ def read_page(page, shots: dict[str, Path]) -> dict:
     # theme dims every image with a CSS filter); the phone screenshot above shows all of it.
     _unfocus(page)
     page.screenshot(path=str(shots["dark"]))
-    # Formulas cut off, every fold opened: on a phone, then on a desktop (issue 35)
+    # Formulas cut off, every fold opened: on a phone, then on a desktop
     page.emulate_media(color_scheme="light")
     page.set_viewport_size(PHONE)
     _settle(page)

@@ -40,7 +40,7 @@ def randn(*shape, seed=0, dtype=torch.float32, device="cpu"):
     return torch.randn(*shape, generator=gen, dtype=dtype).to(device)
 
 
-# Every verdict a test makes is also shown in Chinese (issue 34): the translation must leave no
+# Every verdict a test makes is also shown in Chinese: the translation must leave no
 # English sentence (outside code, names and quoted messages) and change no number.
 NUMBER = __import__("re").compile(r"\d+(?:\.\d+)?")
 SHAPE = __import__("re").compile(r"\(\d+(?:, \d+)+\)")

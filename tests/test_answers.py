@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from mha.chapters.answers import compare_number, precision_unit, precision_words
+from mha.chapters.answers import compare_number, named_slip, precision_unit, precision_words
 
 DIST = 0.6 * math.sqrt(2)  # 0.8485..., the single-head-limits chapter's distance
 
@@ -71,3 +71,15 @@ def test_significant_figures():
 def test_malformed_arguments_raise_naming_the_argument(args, kwargs, error, words):
     with pytest.raises(error, match=words.replace("(", r"\(").replace("=", "=")):
         compare_number(*args, **kwargs)
+
+
+def test_a_slip_is_named_only_where_the_precision_tells_it_from_the_answer():
+    slips = [(0.7, "the first slip"), (0.851, "the answer itself to 2 decimals"), (0.95, "a later slip")]
+    assert named_slip(0.7, DIST, slips, decimals=2) == "the first slip"
+    assert named_slip(0.703, DIST, slips, decimals=2) == "the first slip"  # within half a unit of it
+    assert named_slip(0.851, DIST, slips, decimals=2) is None  # 0.851 is DIST to 2 decimals: no slip
+    assert named_slip(0.851, DIST, slips, decimals=3) == "the answer itself to 2 decimals"
+    assert named_slip(0.6, DIST, slips, decimals=2) is None
+    assert named_slip(0.95, DIST, [(0.95, "first"), (0.95, "second")], decimals=2) == "first"
+    assert named_slip(0.016, 1 / 64, [(0.016, "rounded")], sig_figs=2) is None
+    assert named_slip(0.0625, 1 / 64, [(1 / 16, "the scale once")], sig_figs=2) == "the scale once"

@@ -238,7 +238,7 @@ PAGE_FACTS = r"""() => {
   };
 }"""
 
-#: Code blocks and text outputs wider than their box at 1280 px (issue 33: none may scroll sideways),
+#: Code blocks and text outputs wider than their box at 1280 px (none may scroll sideways),
 #: every folded box opened first (a hidden cell's code, a dropdown's listing): the first 60 characters
 #: of each one's widest line, with its box and content widths.
 WIDE_BLOCKS = r"""() => {
@@ -264,7 +264,7 @@ LOAD_LAZY_IMAGES = r"""() => Promise.all(Array.from(document.querySelectorAll("i
                                                       img.addEventListener("error", done); });
 }))"""
 
-#: Punctuation right after an inline formula that starts a line (issue 46, 47: a formula is an
+#: Punctuation right after an inline formula that starts a line (a formula is an
 #: unbreakable box, and a comma or a full-width 。 was left alone at the next line's start), and how
 #: many such places were looked at.
 PUNCTUATION_LINE_STARTS = r"""() => {
@@ -519,39 +519,14 @@ def test_the_harness_catches_outside_requests_and_raw_tex(browser, tmp_path):
     assert [block["chars"] for block in facts["wideBlocks"]] == [180]  # found inside a closed fold
 
 
-def redirects() -> dict:
-    """``mha_redirects`` of ``_config.yml``: old page -> its new name (issue 33)."""
-    import yaml
-
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    return config["sphinx"]["config"]["mha_redirects"]
-
-
-@pytest.mark.parametrize("edition", list(EDITIONS))
-def test_old_addresses_reach_their_pages(edition, server, browser):
-    """Each page's address before the files were named in reading order still reaches it, with its #section."""
-    moved = redirects()
-    assert len(moved) == 7 and set(moved.values()) <= set(toc_pages())
-    context = browser.new_context(service_workers="block")
-    try:
-        page = context.new_page()
-        for old, new in moved.items():
-            assert old not in toc_pages(), f"{old} is a page again: its redirect would hide it"
-            page.goto(f"{server}/{EDITIONS[edition]}/{old}.html#summary", wait_until="load")
-            page.wait_for_url(f"**/{new}.html#summary")
-            assert page.url == f"{server}/{EDITIONS[edition]}/{new}.html#summary"
-    finally:
-        context.close()
-
-
-#: The built book must stay small enough to download and host anywhere (issue 16: it was 39 MB,
-#: 24 MB of it the whole MathJax distribution; issue 35: the math is typeset when the book is built, and
+#: The built book must stay small enough to download and host anywhere (it was once 39 MB,
+#: 24 MB of it the whole MathJax distribution; now the math is typeset when the book is built, and
 #: the pages load only KaTeX's CSS and its WOFF2 fonts).
 BOOK_BUDGET_MB = 20
 #: KaTeX's CSS and its 20 WOFF2 fonts: 0.3 MB (MathJax's script, fonts and extensions took 3 MB).
 MATH_ASSETS_BUDGET = 2**20
-#: Chapter 11's model for the reader's browser and its runtime (``_static/live/``, issue 37), loaded only
-#: when the reader asks for it, and so counted apart from the book: 46.3 + 13.6 MB.
+#: The pretrained-heads chapter's model for the reader's browser and its runtime (``_static/live/``), loaded
+#: only when the reader asks for it, and so counted apart from the book: 46.3 + 13.6 MB.
 LIVE_BUDGET_MB = 65
 
 

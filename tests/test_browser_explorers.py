@@ -112,7 +112,7 @@ def check_explorer(page, eid):
         assert now["frame"] == str(index)
         assert now["src"] == data["frames"][data["index"][index]], f"{eid}: wrong frame for {position}"
         assert now["alt"] == data["alts"][index]
-        # each slider echoes its value; a dropdown shows its own, with no echo (issue 35)
+        # each slider echoes its value; a dropdown shows its own, with no echo
         assert now["values"] == [
             labels[k] for labels, k, kind in zip(data["labels"], position, kinds) if kind == "input:range"
         ]

@@ -1,4 +1,4 @@
-"""The built book by keyboard, in both editions (issue 46).
+"""The built book by keyboard, in both editions.
 
 * **Every control shows where the keyboard is**: Tab through a chapter's page, and each control the
   focus reaches in the page's header bars draws a ring (an outline or a box shadow), on a desktop and

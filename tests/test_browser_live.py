@@ -1,4 +1,4 @@
-"""Chapter 11's model runs on the reader's own sentence in the browser, offline, in both editions (issue 37).
+"""The pretrained-heads chapter's model runs on the reader's own sentence in the browser, offline, in both editions.
 
 The page loads nothing of it until the reader clicks; then ONNX Runtime Web (WASM) runs the encoder exported
 from ``mha.bert`` (``scripts/export_onnx.py``: the same weights, stored in fp16, computed in fp32) on the

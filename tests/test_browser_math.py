@@ -1,4 +1,4 @@
-"""The math is typeset when the book is built, and no formula is cut off on any screen (issue 35), in both editions.
+"""The math is typeset when the book is built, and no formula is cut off on any screen, in both editions.
 
 For every page of the table of contents, from the one visit each page gets (``test_browser.book_page``):
 
@@ -14,7 +14,7 @@ For every page of the table of contents, from the one visit each page gets (``te
 * with every fold opened (exercise answers), at 390x844 and at 1280x900, no formula is clipped: a
   formula wider than its box sits in a box of its own that scrolls and shows it (a shadow on the side
   where more is hidden, or a scrollbar); see ``browser_reading.CLIPPED_MATH``. At 1280x900 none
-  scrolls either (issue 45): every formula and matrix fits the text column;
+  scrolls either: every formula and matrix fits the text column;
 
 And, without a browser, no built page of either edition holds a ``.katex-error``.
 """
@@ -97,7 +97,7 @@ def test_no_formula_is_clipped(page_name, edition, size, server, browser):  # no
     assert not found["uncued"], (
         f"{page_name} ({edition}, {size}): formulas that scroll without showing it: {found['uncued'][:3]}"
     )
-    if size == "desktop":  # issue 45: at 1280 px every formula and matrix fits the column (a phone may scroll)
+    if size == "desktop":  # at 1280 px every formula and matrix fits the column (a phone may scroll)
         assert not found["scrolling"], (
             f"{page_name} ({edition}): {len(found['scrolling'])} formulas wider than the {found['column']}-px column "
             f"at 1280 px (break them with aligned, or set matrices side by side only where they fit): "

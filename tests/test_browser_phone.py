@@ -1,4 +1,4 @@
-"""The built book on a phone, in dark mode and on its search page, as a reader sees it (issue 35), in both editions.
+"""The built book on a phone, in dark mode and on its search page, as a reader sees it, in both editions.
 
 Every page of the table of contents is opened in headless Chromium at 390 x 844, a first visit
 (nothing stored), and checked for:
@@ -155,7 +155,7 @@ FIGURES = r"""() => Array.from(document.querySelectorAll("main img")).filter(img
 VERDICTS = r"""() => Array.from(document.querySelectorAll("main .mha-verdict pre")).map(pre => ({
   box: pre.clientWidth, content: pre.scrollWidth, text: pre.textContent.trim().slice(0, 60),
   // each shape, call's parentheses or backticked code of the verdict (_ext/mha_i18n.py, UNBREAKABLE)
-  // that the page shows over two lines (issue 47: "(2, 10,⏎4)", "H //⏎G")
+  // that the page shows over two lines (such as "(2, 10,⏎4)" or "H //⏎G")
   units: (() => {
     const found = {checked: 0, split: []};
     const unit = /\((?:[^()\n\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]|\([^()\n]*\))*\)|`[^`\n]+`/g;
@@ -292,7 +292,7 @@ def test_nothing_is_cut_off_on_a_phone(page_name, edition, server, browser):  # 
 @pytest.mark.parametrize("edition", list(EDITIONS))
 @pytest.mark.parametrize("page_name", PAGES)
 def test_a_verdict_wraps_on_a_phone(page_name, edition, server, browser):  # noqa: F811
-    """A checker's verdict is read whole at 390 px: its lines wrap, nothing scrolls sideways (issue 46)."""
+    """A checker's verdict is read whole at 390 px: its lines wrap, nothing scrolls sideways."""
     verdicts = phone_page(browser, server, edition, page_name)["verdicts"]
     scrolling = [v for v in verdicts if v["content"] > v["box"] + 1]
     assert not scrolling, f"{page_name} ({edition}): {len(scrolling)} verdicts scroll sideways: {scrolling[:2]}"
@@ -307,7 +307,7 @@ def test_a_verdict_wraps_on_a_phone(page_name, edition, server, browser):  # noq
 @pytest.mark.parametrize("edition", list(EDITIONS))
 @pytest.mark.parametrize("page_name", PAGES)
 def test_no_line_starts_with_punctuation_on_a_phone(page_name, edition, server, browser):  # noqa: F811
-    """The punctuation after an inline formula stays on the formula's line at 390 px (issues 46, 47)."""
+    """The punctuation after an inline formula stays on the formula's line at 390 px."""
     found = phone_page(browser, server, edition, page_name)["punctuation"]
     assert not found["starts"], f"{page_name} ({edition}): lines that start with punctuation: {found['starts'][:3]}"
 
@@ -325,7 +325,7 @@ def test_a_table_that_scrolls_says_so(page_name, edition, server, browser):  # n
 def test_the_tables_that_were_cut_now_scroll_with_a_cue(server, browser):  # noqa: F811
     """Not vacuous: where next's table and chapter 5's are wider than a phone.
 
-    (Notation's table, which issue 35 also found cut, now fits at 390 px in both editions: its prose
+    (Notation's table, which was once cut as well, now fits at 390 px in both editions: its prose
     column is narrow, and nothing of it is cut.)"""
     for edition, page_name in (
         ("en", "book/07_where_next"),
@@ -531,7 +531,7 @@ def test_sliders_stand_out_from_their_card_in_dark_mode(page_name, edition, serv
 
 
 def test_the_contrast_measure_sees_the_old_dark_sliders(server, browser):  # noqa: F811
-    """Drawn as before issue 35 (the dark page's colour scheme, no accent), a slider fails the measure."""
+    """Drawn as the book once drew it (the dark page's colour scheme, no accent), a slider fails the measure."""
     page_name = pages_with_sliders()[0]
     old = (
         "figure.mha-explorer { color-scheme: dark !important }"

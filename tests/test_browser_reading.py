@@ -1,4 +1,4 @@
-"""The book reads well on every screen and to every reader (issue 28), in both editions.
+"""The book reads well on every screen and to every reader, in both editions.
 
 For every page of the table of contents, from one visit (``test_browser.book_page``, which opens
 each page once for all the browser checks; see ``browser_reading.py`` for what is measured):
@@ -140,7 +140,7 @@ def test_the_stop_measure_sees_a_formula_that_scrolls_by_its_overhang(browser, t
 @pytest.mark.parametrize("page_name", PAGES)
 def test_explorers_echo_in_the_pages_language(page_name, edition, server, browser):  # noqa: F811
     echoes = page_facts(browser, server, edition, page_name)["echoes"]
-    # a slider echoes its value; a dropdown shows its own and has no echo (issue 35: no repeat)
+    # a slider echoes its value; a dropdown shows its own and has no echo (no repeat)
     wrong = [e for e in echoes if e["echo"] != (None if e["tag"] == "SELECT" else e["shown"])]
     assert not wrong, f"{page_name} ({edition}): explorer controls echo another value than they show: {wrong[:3]}"
     if edition == "zh_CN":

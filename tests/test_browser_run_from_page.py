@@ -1,4 +1,4 @@
-"""Run a chapter from its page (issue 34): what the page offers works outside the repository.
+"""Run a chapter from its page: what the page offers works outside the repository.
 
 Run after `make book` (``make test`` builds it; the file name puts it with the browser tests, which
 need the built book). A chapter page links its notebook and the ``mha`` wheel built into the book;

@@ -1,4 +1,4 @@
-"""The Chinese edition as a Chinese reader meets it (issue 36): its chrome is Chinese, and no bold shows as ``**``.
+"""The Chinese edition as a Chinese reader meets it: its chrome is Chinese, and no bold shows as ``**``.
 
 On every page of the table of contents in the built Chinese edition (``make book-zh``), in headless Chromium
 after the page's scripts ran:

@@ -110,7 +110,7 @@ def _softmax_dim_1(q, k, v, mask=None):
     ],
 )
 def test_attention_diagnoses_from_properties(slip, words):
-    """Issue 34: slips outside the list are named by what the code did, found against expected."""
+    """Slips outside the list are named by what the code did, found against expected."""
     verdict = build.check_attention(slip)
     assert not verdict.ok and words in said(verdict), verdict
 
@@ -251,7 +251,7 @@ def test_split_merge():
         (split, lambda x: 1 / 0, "ZeroDivisionError"),
         (lambda x, h: None, merge, "must be a tensor"),
         (split, "merge", "give merge_heads"),
-        # issue 34: a view of the transposed heads works on split's own output but not on a
+        # a view of the transposed heads works on split's own output but not on a
         # contiguous (B, H, T, Dh) tensor, such as attention's output
         (split, lambda x: x.transpose(1, 2).view(x.shape[0], x.shape[2], -1), "not contiguous"),
         (lambda x, h: split(x.mul_(1.0).add_(0.0).div_(2.0).mul_(2.0).add_(1.0), h), merge, "in place"),
@@ -326,7 +326,7 @@ def test_multi_head_attention_right():
         ("no_scale", "not scaled"),
         ("mask_inverted", "mask is inverted"),
         ("average", "averaged over the heads"),
-        # issue 34: every cross-attention case has key != value, and T == S as well as T != S
+        # every cross-attention case has key != value (else a swap goes unseen), and T == S as well as T != S
         ("kv_swapped", "keys and values are swapped"),
         ("values_through_k_proj", "values go through k_proj"),
         ("x_at_w", "x @ W.T + b"),

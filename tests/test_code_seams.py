@@ -1,4 +1,4 @@
-"""Inline code names break only at their seams on a phone: the build marks the seams (issue 35).
+"""Inline code names break only at their seams on a phone: the build marks the seams.
 
 ``_ext/mha_book.add_code_seams`` writes them into every page body; a script did it once, after the
 page's first layout, and the lines it re-wrapped moved (the browser tests check the result on every

@@ -413,7 +413,7 @@ def test_chapter_tables():
     lines = tables.calculator_text(values).splitlines()
     assert len(lines) == len(values) == len(tables.CALCULATOR_LABELS)
     assert lines[-2].endswith("5.00 GiB") and lines[-1].endswith("40.00 GiB") and lines[1].endswith("150,994,944")
-    # the page's code column shows 74 characters: no printed table scrolls sideways (issue 33)
+    # the page's code column shows 74 characters: no printed table scrolls sideways
     assert params[0].split()[5:] == ["attn/layer", "all", "params", "attn", "%"]
     for text in (params, kv.splitlines(), lines):
         assert max(len(line) for line in text) <= 74, max(text, key=len)
@@ -565,7 +565,7 @@ def test_explorers_open_on_the_case_the_text_discusses():
     assert opening_kv == {
         "num_kv_heads": llama.kv_heads,
         "num_layers": llama.num_layers,
-        "batch_size": 8,  # not batch 1, whose 49,152 tokens are exercise 1's answer (issue 45)
+        "batch_size": 8,  # not batch 1, whose 49,152 tokens are exercise 1's answer
         "precision": "fp16",
     }
     values = C.kv_explorer_values(**opening_kv)

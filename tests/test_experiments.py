@@ -240,7 +240,8 @@ def test_grid_is_complete_and_consistent():
     s = summary[(4, 1)]
     runs = [E.cached_run(1, seed=seed)["accuracy"] for seed in E.GRID_SEEDS["mlp"]]
     assert s["mean"] == pytest.approx(sum(runs) / 3) and (s["min"], s["max"]) == (min(runs), max(runs))
-    # the function's documented defaults meet the bar on the cached numbers
+    # the function's documented defaults meet the bar the page's claim needs on the cached numbers:
+    # two heads reach 0.9, one head stays at least 0.2 below them
     assert E.cached_run(2)["accuracy"] >= 0.9
     assert E.cached_run(1)["accuracy"] <= E.cached_run(2)["accuracy"] - 0.2
 

@@ -1,4 +1,4 @@
-"""The explorers' alt texts and caption option lists in the Chinese edition (issue 36), without a browser.
+"""The explorers' alt texts and caption option lists in the Chinese edition, without a browser.
 
 For every explorer stored in ``book/*.ipynb``, the HTML the Chinese edition shows
 (``mha_i18n.translate_explorer_html`` with ``locales/zh_CN/explorer_alts.json``):

@@ -1,4 +1,4 @@
-"""The words inside the figures and explorer frames of the Chinese edition (issue 36), without a browser.
+"""The words inside the figures and explorer frames of the Chinese edition, without a browser.
 
 Every stored figure and frame of ``book/*.ipynb`` has a Chinese twin (``locales/zh_CN/figures`` and
 ``frames``, drawn by :mod:`mha.viz.figure_i18n` when the chapters are executed), no twin is left that no

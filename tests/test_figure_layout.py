@@ -1,4 +1,4 @@
-"""No figure of the book hides its own data (issue 35), measured on the drawn figure.
+"""No figure of the book hides its own data, measured on the drawn figure.
 
 The measures (:mod:`mha.viz.layout`) are checked first on small figures made here, each with the
 defect and without it; then the book's figures that had one are drawn as their chapters draw them,

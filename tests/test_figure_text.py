@@ -361,7 +361,7 @@ def test_figure_output_stores_alt_text_smallest_text_and_width():
 
 def test_a_figure_says_what_it_shows_first():
     """A figure's finding (describe.finding, or next_finding from the cell before) opens its alt text,
-    in either edition; a figure a page shows always has one (issue 46: not only axes and ranges)."""
+    in either edition; a figure a page shows always has one (not only axes and ranges)."""
     fig, ax = plt.subplots(figsize=(4, 3), dpi=100)
     ax.plot([1, 2, 4], [0.2, 0.5, 0.9])
     ax.set(title="accuracy", xlabel="heads", ylabel="accuracy")

@@ -1,4 +1,4 @@
-"""What a page draws first keeps its place while the rest arrives (issue 35): its images and its first tables.
+"""What a page draws first keeps its place while the rest arrives: its images and its first tables.
 
 An image without a height is 0 px high until its file arrives: on a busy machine the multi-head-math
 chapter's first figure arrived after the first layout and pushed the text below it off the screen (layout shift

@@ -119,7 +119,7 @@ def test_checker_requires_plain_multi_word_terms_and_code():
         ("值是 one-hot 向量。", "独热"),
         ("见符号表一页。", "符号说明"),
         ("在笔记本中运行。", "notebook"),
-        # issue 36
+        # one rendering per term, as d2l-zh has it
         ("词序要靠位置嵌入。", "位置编码"),
         ("旋转位置嵌入（RoPE）按位置旋转查询和键。", "位置编码"),
         ("远低于 H100 约 295 的拐点。", "脊点"),
@@ -275,21 +275,8 @@ def test_explorer_values_are_echoed_in_the_editions_language():
     assert mha_i18n.translate_explorer_html(page, {}) == page
 
 
-def test_a_redirect_page_sends_the_reader_on_in_its_language():
-    """Issue 33: an old address (before the files were named in reading order) leads to the page."""
-    import mha_redirects
-
-    page = mha_redirects.redirect_page("book/where_next", "book/07_where_next", "Where next & why", "en")
-    assert 'href="07_where_next.html"' in page and '"07_where_next.html" + location.hash' in page
-    assert 'content="0; url=07_where_next.html"' in page and "Where next &amp; why</a>" in page
-    assert '<html lang="en">' in page and "This page is now" in page
-    zh = mha_redirects.redirect_page("book/how_to_use", "book/for_teachers", "给教师", "zh")
-    assert '<html lang="zh-CN">' in zh and "本页现在是" in zh and 'href="for_teachers.html"' in zh
-    assert 'href="book/intro.html"' in mha_redirects.redirect_page("index2", "book/intro", "Intro", "en")
-
-
 def test_the_intros_checker_words_are_the_ones_the_chinese_verdicts_print():
-    """The intro teaches the words a Chinese reader's verdicts show (issue 47): each is in the phrasebooks."""
+    """The intro teaches the words a Chinese reader's verdicts show: each is in the phrasebooks."""
     printed = " ".join(
         value
         for path in (ROOT / "mha" / "data" / "verdicts" / "zh_CN").glob("*.json")

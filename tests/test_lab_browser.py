@@ -1,4 +1,4 @@
-"""The live notebooks in a real JupyterLab 4 and Notebook 7 (issue 19): ``make test-lab``.
+"""The live notebooks in a real JupyterLab 4 and Notebook 7: ``make test-lab``.
 
 Starts ``jupyter lab`` headless on 127.0.0.1 (a free port, a random token) over copies of the
 chapters in a temporary folder, as ``make lab`` does over ``lab/``, and drives it with Debian's

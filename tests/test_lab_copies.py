@@ -1,4 +1,4 @@
-"""scripts/lab_copies.py: the learner's copies in lab/ that `make lab` opens (issue 19)."""
+"""scripts/lab_copies.py: the learner's copies in lab/ that `make lab` opens."""
 
 import sys
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Explorers in a live kernel (issue 19): the controls' live forms and grids, the mode, the opening
+"""Explorers in a live kernel: the controls' live forms and grids, the mode, the opening
 values, the note of the stored HTML, and the fast path that updates one figure in place.
 
 The browser test of the live notebooks in JupyterLab is ``tests/test_lab_browser.py`` (``make test-lab``).

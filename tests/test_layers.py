@@ -1,14 +1,14 @@
-"""The package's layers, read from its source with ``ast`` (``make lint`` checks them with import-linter).
+"""What the import-linter contracts cannot say about the package, read from its source with ``ast``.
 
 * no module imports a private name (``_x``) from another module of ``mha``, or reads one through
   a module it imported (``modules._helper``);
-* no import cycle between mha's modules, counting the imports inside functions;
 * no module is longer than 500 lines;
-* the core imports nothing from ``mha.chapters`` or ``mha.viz``, ``mha.chapters`` nothing from
-  ``mha.viz``, and only ``mha.viz`` imports matplotlib or ipywidgets.
+* ``mha.chapters.CHAPTERS`` maps each chapter to its page, modules and figures, truly.
 
-The checks are plain functions of ``{module name: source}``, so the last tests feed them small
-made-up packages and show that each one fails when it should.
+The layers themselves (the core below ``mha.chapters`` below ``mha.viz``, only ``mha.viz`` drawing,
+no import cycles) are import-linter's contracts in ``pyproject.toml``, checked by ``make lint``
+(``lint-imports``). The private-name check is a plain function of ``{module name: source}``, so a
+test feeds it a small made-up package and shows that it fails when it should.
 """
 
 from __future__ import annotations
@@ -21,9 +21,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "mha"
 MAX_LINES = 500
-#: Layer rank: a module may import from its own layer and the ones below, never above.
-LAYERS = {"core": 0, "chapters": 1, "viz": 2}
-DRAWING = {"matplotlib", "ipywidgets"}
 
 
 def package_sources(root: Path = ROOT) -> dict[str, str]:
@@ -95,75 +92,14 @@ def private_imports(sources: dict) -> list[str]:
     return problems
 
 
-def import_graph(sources: dict) -> dict[str, set[str]]:
-    """Module -> the mha modules it imports (function-level imports included)."""
-    return {
-        module: {
-            target for target, _, _, _ in imports_of(module, source, sources) if target in sources and target != module
-        }
-        for module, source in sources.items()
-    }
-
-
-def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One import cycle ``[a, b, ..., a]``, or None."""
-    state, stack = {}, []
-
-    def visit(node):
-        state[node] = "open"
-        stack.append(node)
-        for nxt in sorted(graph.get(node, ())):
-            if state.get(nxt) == "open":
-                return stack[stack.index(nxt) :] + [nxt]
-            if nxt not in state:
-                cycle = visit(nxt)
-                if cycle:
-                    return cycle
-        state[node] = "done"
-        stack.pop()
-        return None
-
-    for node in sorted(graph):
-        if node not in state:
-            cycle = visit(node)
-            if cycle:
-                return cycle
-    return None
-
-
-def layer(module: str) -> str:
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "core"
-
-
-def upward_imports(sources: dict) -> list[str]:
-    """Imports of a higher layer, and imports of matplotlib/ipywidgets outside mha.viz."""
-    problems = []
-    for module, source in sources.items():
-        for target, _, line, _ in imports_of(module, source, sources):
-            if target in sources and LAYERS[layer(target)] > LAYERS[layer(module)]:
-                problems.append(f"{module}:{line} ({layer(module)}) imports {target} ({layer(target)})")
-            if target.split(".")[0] in DRAWING and layer(module) != "viz":
-                problems.append(f"{module}:{line} imports {target}")
-    return problems
-
-
 # ---- the package -----------------------------------------------------------------------------
 
 SOURCES = package_sources()
 
 
-def test_the_package_has_three_layers():
-    assert {layer(m) for m in SOURCES} == set(LAYERS)
-    assert {"mha.modules", "mha.bert", "mha.fused", "mha.chapters.task", "mha.viz.widgets"} <= set(SOURCES)
-
-
 def test_no_module_imports_a_private_name_from_another():
+    assert {"mha", "mha.modules", "mha.bert", "mha.chapters.task", "mha.viz.widgets"} <= set(SOURCES)
     assert private_imports(SOURCES) == []
-
-
-def test_no_import_cycles():
-    assert find_cycle(import_graph(SOURCES)) is None
 
 
 @pytest.mark.parametrize("module", sorted(SOURCES))
@@ -172,39 +108,27 @@ def test_modules_are_at_most_500_lines(module):
     assert lines <= MAX_LINES, f"{module} has {lines} lines"
 
 
-def test_no_module_imports_a_layer_above_it():
-    assert upward_imports(SOURCES) == []
-
-
-# ---- the checks fail when they should --------------------------------------------------------
+# ---- the check fails when it should -----------------------------------------------------------
 
 FAKE = {
     "mha": "from .core import f\n",
-    "mha.core": "def f():\n    from .chapters.exp import g  # upward\n",
+    "mha.core": "def f():\n    from .chapters.exp import g\n",
     "mha.helpers": "def _hidden():\n    pass\n",
     "mha.chapters": "",
     "mha.chapters.exp": (
-        "import matplotlib.pyplot as plt\nfrom ..helpers import _hidden\n"
-        "from .. import helpers as h\nx = h._hidden\ndef g():\n    from . import other\n"
+        "from ..helpers import _hidden\nfrom .. import helpers as h\nx = h._hidden\n"
+        "def g():\n    from . import _other\n"
     ),
-    "mha.chapters.other": "from .exp import g\n",
-    "mha.viz": "",
-    "mha.viz.fig": "import matplotlib\nfrom ..chapters import exp\n",
+    "mha.chapters._other": "from .exp import g\n",
 }
 
 
-def test_checks_catch_a_made_up_package():
+def test_the_private_name_check_catches_a_made_up_package():
     assert private_imports(FAKE) == [
-        "mha.chapters.exp:2 imports _hidden from mha.helpers",
-        "mha.chapters.exp:4 reads h._hidden",
+        "mha.chapters.exp:1 imports _hidden from mha.helpers",
+        "mha.chapters.exp:5 imports the private module mha.chapters._other",
+        "mha.chapters.exp:3 reads h._hidden",
     ]
-    assert find_cycle(import_graph(FAKE)) == ["mha.chapters.exp", "mha.chapters.other", "mha.chapters.exp"]
-    assert upward_imports(FAKE) == [
-        "mha.core:2 (core) imports mha.chapters.exp (chapters)",
-        "mha.chapters.exp:1 imports matplotlib.pyplot",
-    ]
-    assert import_graph(FAKE)["mha.viz.fig"] == {"mha.chapters.exp"}
-    assert layer("mha.viz.fig") == "viz" and layer("mha.fused") == layer("mha") == "core"
 
 
 #: ``from mha.chapters import a, b as c`` or ``mha.chapters.a`` in a chapter's code cells.

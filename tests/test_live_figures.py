@@ -1,4 +1,4 @@
-"""The chapters' explorers on the fast path (issue 19): each LiveFigure's ``update`` changes one
+"""The chapters' explorers on the fast path: each LiveFigure's ``update`` changes one
 figure in place and gives the picture a new figure would, its ``draw`` is the chapter's plot
 function (the book's frames), layouts are drawn ahead, and the worked example's and the
 pretrained-heads chapter's typed input is checked with a one-line message.

@@ -233,7 +233,7 @@ def test_check_average_out_proj():
 
 
 def test_the_exercise_w_up_is_a_tensor_a_learner_can_concatenate():
-    """Issue 45: ``torch.cat([W_up, W_up])`` works as written; a learner's in-place change does not move the answer."""
+    """``torch.cat([W_up, W_up])`` works as written; a learner's in-place change does not move the answer."""
     w_up = X.EXERCISE_W_UP
     assert isinstance(w_up, torch.Tensor) and w_up.shape == (2, 4)
     answer = torch.cat([w_up, w_up]) / 2

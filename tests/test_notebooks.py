@@ -8,7 +8,7 @@ outputs are really there and are what `make notebooks` wrote:
 * every cell that prints, displays or shows a figure, or ends with a bare expression, has output;
 * every notebook has compared cells; none stores an error or (outside ignored cells) stderr;
 * the tag ``nbval-ignore-output`` marks only explorer and timing cells, and no cell shows a
-  ``# NBVAL_...`` comment to the reader (issue 35: a tag, not a comment);
+  ``# NBVAL_...`` comment to the reader (a tag does the same and stays out of sight);
 * no checked output holds a device name, a memory address or a kernel temp path;
 * every notebook and page in ``book/`` is in ``_toc.yml``, in its part (the core path in order);
 * no assert compares constants only, and no print states a verdict as a literal ("...: True"):
@@ -434,7 +434,7 @@ def test_constant_check_detector():
 # Readable pages: assert blocks folded away, the notation page's symbols, one kind of unit
 # ----------------------------------------------------------------------------------------------
 
-#: The chapters the two rules below check (the errata review of issue 16 covered these).
+#: The chapters the two rules below check (the ones an errata review has read line by line).
 REVIEWED_CHAPTERS = ["02_multi_head_math", "03_worked_example", "05_parameter_analysis", "10_making_it_fast"]
 #: A cell with this many asserts that prints nothing is an assert block: it reads as clutter, so it
 #: must be tagged ``hide-input`` (or ``hide-cell``, ``remove-input``, ``remove-cell``): the book folds or removes it.

@@ -1,4 +1,4 @@
-"""What the chapters print, in the Chinese edition (issue 36): every stored output translated as ``make book-zh``
+"""What the chapters print, in the Chinese edition: every stored output translated as ``make book-zh``
 translates it (``_ext/mha_outputs.py`` with ``locales/zh_CN/outputs.json``), checked without a browser.
 
 For every printed output (a stream or a ``text/plain`` result; checker verdicts have their own stored Chinese)

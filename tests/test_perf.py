@@ -232,7 +232,7 @@ def test_check_matrix_bytes_accepts_the_answer_in_any_number_type():
 
 
 def test_exercise_checkers_honour_their_stated_precision():
-    """Issue 34: bytes exactly, m exactly, l to 3 decimals; a rounded answer is "close", never a method slip."""
+    """Bytes exactly, m exactly, l to 3 decimals; a rounded answer is "close", never a method slip."""
     rounded = perf_exercises.check_matrix_bytes(6.4425e9)
     assert not rounded.ok and "close: that is rounded; give it to 0 decimals" in repr(rounded)
     off_by_one = perf_exercises.check_matrix_bytes(RIGHT_MATRIX + 1)
@@ -580,7 +580,7 @@ def test_stored_results_are_valid():
             assert step["weight_bytes"] == mha.attention_params(report["d_model"], report["num_heads"], g) * 4
         summary = report["summary"]
         assert summary["fused_over_bare"] == pr.paired_ratio(report, pr.FUSED, pr.BARE, summary["seq_len"])
-        if "method" in report:  # runs since issue 32: the comparisons were fixed before the run, all judged
+        if "method" in report:  # newer runs: the comparisons were fixed before the run, all judged
             assert report["method"]["comparisons"] == [c.label for c in pr.report_family(report)]
             assert summary["comparisons"] == pr.verdicts(report)
 

@@ -65,7 +65,7 @@ def test_no_sentence_points_at_hidden_cells(page):
 
 
 def test_explorer_code_is_folded_everywhere():
-    """Issue 45: the cell that builds an explorer shows the explorer, not its construction code."""
+    """The cell that builds an explorer shows the explorer, not its construction code."""
     import re
 
     from notebooks import all_texts, read_text

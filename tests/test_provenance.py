@@ -132,7 +132,7 @@ def test_no_band_is_wider_than_its_spread_needs(name):
 
 
 def test_the_rule_rejects_the_old_blanket_margin():
-    """The check above can fail: the band of ch05.average_seed0 before issue 32 (margin 0.02 + range)."""
+    """The check above can fail: the band that a blanket margin drew for ch05.average_seed0 (0.02 + range)."""
     data = provenance.load_portability()
     groups = provenance.distinct_runs(data["probes"])
     probe = data["probes"]["ch05.average_seed0"]

@@ -1,6 +1,6 @@
-"""The course's reading budget (issues 26 and 33): the core path at most 150 minutes, each core chapter at
-most 30, each deep dive at most 60, by scripts/reading_time.py's measure of the rendered notebooks (the
-rates of issue 33, calibrated on a new learner's minutes)."""
+"""The course's reading budget: the core path at most 150 minutes, each core chapter at
+most 30, each deep dive at most 60, by scripts/reading_time.py's measure of the rendered notebooks (its
+rates calibrated on a new learner's minutes)."""
 
 import sys
 from pathlib import Path
@@ -55,7 +55,7 @@ def test_folded_boxes_are_set_apart():
 
 
 def test_the_intro_states_the_measured_time():
-    """Issue 45: the first page's promise is the measure's core total (to the nearest 5 minutes), and the
+    """The first page's promise is the measure's core total (to the nearest 5 minutes), and the
     for-teachers page states the measure's rule with the script's rates."""
     import re
 

@@ -1,4 +1,4 @@
-"""mha.scaling: the √d_k experiment, the head-split picture and the multi-head-math exercise check."""
+"""mha.chapters.scaling: the √d_k experiment, the head-split picture and the multi-head-math exercise check."""
 
 import math
 

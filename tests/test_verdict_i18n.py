@@ -1,4 +1,4 @@
-"""Checker verdicts in the reader's language (issue 34): the phrasebook, the layout, the choice of language.
+"""Checker verdicts in the reader's language: the phrasebook, the layout, the choice of language.
 
 Every verdict any test creates is also rendered in Chinese and checked (tests/conftest.py); this file
 tests the mechanism itself and the phrasebooks as data.

@@ -139,7 +139,7 @@ def test_html_has_one_frame_per_combination_controls_outputs_and_alt_text():
     for i in range(10):
         assert ex.frame_data_uri(i) == data["frames"][data["index"][i]]
     # controls: a native range input for numbers, with an <output> echoing its value; a select for
-    # strings, which shows its value itself (issue 35: no echo repeating it beside it)
+    # strings, which shows its value itself (no echo repeating it beside it)
     (slider,) = doc.find("input", type="range")
     assert (slider["min"], slider["max"], slider["step"], slider["value"]) == ("0", "4", "1", "0")
     assert slider["aria-valuetext"] == "-2"

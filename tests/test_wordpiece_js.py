@@ -1,4 +1,4 @@
-"""The page's tokenizer (``_ext/static/mha_wordpiece.js``) cuts a sentence as the Python one does (issue 37).
+"""The page's tokenizer (``_ext/static/mha_wordpiece.js``) cuts a sentence as the Python one does.
 
 The pretrained-heads chapter's in-browser model must see the ids PyTorch's model sees. Node.js runs the page's module on
 every line of the course's chapters (English), every translated paragraph of that chapter (Chinese) and

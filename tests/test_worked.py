@@ -311,7 +311,7 @@ def test_show_displays_each_matrix_once(monkeypatch, capsys):
     texts = [t for m in shown for t in m.text.split("\n\n")]
     assert sorted(texts) == sorted(each)  # every matrix once
     assert all(m._repr_latex_().startswith("$$") and repr(m) == m.text for m in shown)
-    # compared matrices side by side (issue 45): [Q_1, K_1], [Q_2, K_2], [V_1, V_2]
+    # compared matrices side by side: [Q_1, K_1], [Q_2, K_2], [V_1, V_2]
     names = [[line.split("  (")[0] for line in m.text.split("\n") if "(5 x 4)" in line] for m in shown]
     assert names == [["Q head 1", "K head 1"], ["Q head 2", "K head 2"], ["V head 1", "V head 2"]]
     assert all(m._repr_latex_().count(r"\begin{array}") == 2 for m in shown)

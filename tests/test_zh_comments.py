@@ -1,4 +1,4 @@
-"""The code's comments in the reader's language (issue 47): ``scripts/code_comments.py`` and its catalogue.
+"""The code's comments in the reader's language: ``scripts/code_comments.py`` and its catalogue.
 
 The Chinese edition and its notebooks show the chapters' code with its comments and docstrings from
 ``locales/zh_CN/comments.json``. Checked here without a build: every comment of the code a page shows

@@ -1,4 +1,4 @@
-"""The Chinese notebooks (issue 47): what the Chinese edition's run box and ``make lab-zh`` hand out.
+"""The Chinese notebooks: what the Chinese edition's run box and ``make lab-zh`` hand out.
 
 Each chapter's learner notebook (``scripts/notebooks.learner_notebook``) with its Markdown in Chinese,
 from the chapter's catalogue (``notebooks.translate_notebook``), and a first cell that makes its

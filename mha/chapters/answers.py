@@ -27,8 +27,8 @@ import torch
 
 from . import verdict_i18n
 
-#: The width of a verdict's lines: the book's code column shows 75 characters at 1280 px
-#: (issue 33), so a verdict never scrolls sideways (a CJK character counts two).
+#: The width of a verdict's lines: the book's code column shows 75 characters at 1280 px,
+#: so a verdict never scrolls sideways (a CJK character counts two).
 WIDTH = 74
 
 
@@ -305,6 +305,23 @@ def compare_number(found, expected, *, decimals: int | None = None, sig_figs: in
             f"and round to {words} only at the end",
         )
     return Comparison("wrong", "")
+
+
+def named_slip(found, expected, slips, *, decimals: int | None = None, sig_figs: int | None = None) -> str | None:
+    """The hint of the first slip that ``found`` is, to the stated precision (as :func:`compare_number`).
+
+    ``slips`` is a list of ``(the value a slip gives, its hint)``, most telling first. A slip is named
+    only when the precision tells it apart from ``expected``: an answer that is both the slip and the
+    right value to that precision is the right value.
+
+    Returns:
+        The hint of the first slip that matches, or None.
+    """
+    for slip, hint in slips:
+        apart = compare_number(slip, expected, decimals=decimals, sig_figs=sig_figs).status == "wrong"
+        if apart and compare_number(found, slip, decimals=decimals, sig_figs=sig_figs).right:
+            return hint
+    return None
 
 
 def close_verdict(title: str, step: str, message: str) -> Verdict:

@@ -1,4 +1,4 @@
-"""The build-it-yourself checkers' diagnoses from properties (issue 34): when a learner's attention is
+"""The build-it-yourself checkers' diagnoses from properties: when a learner's attention is
 wrong in a way no listed slip reproduces, measure what it did and say it, found against expected; and
 the helpers every checker of the chapter uses to run the learner's code and read its result.
 

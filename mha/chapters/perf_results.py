@@ -2,8 +2,8 @@
 
 ``python -m benchmarks.bench_attention`` (``make bench``) writes the file; nothing here times
 anything. Every timing in a report is a list of samples taken **side by side**: in each round the
-benchmark runs every implementation once, in an order shuffled anew each round (runs stored before
-issue 32 rotated one fixed order), so a burst of load from another process slows all of them in
+benchmark runs every implementation once, in an order shuffled anew each round (older runs, stored
+without a ``method`` record, rotated one fixed order), so a burst of load from another process slows all of them in
 that round rather than one implementation's whole measurement. A time is the median of its samples
 with the interquartile range (IQR) as its spread; a comparison of two implementations is the
 median of the per-round ratios, and a difference is called only when its interval, corrected for
@@ -377,8 +377,8 @@ def judged(report, numerator, denominator, seq_len: int | None = None, key: str 
 
 def order_of(report) -> str:
     """How the report's rounds ordered the implementations: ``"shuffled, seed N"`` (the order of
-    each round drawn from a seeded generator and recorded) or ``"rotated"`` (runs before issue 32:
-    one fixed order, rotated by one each round)."""
+    each round drawn from a seeded generator and recorded) or ``"rotated"`` (older runs, whose report
+    has no ``method``: one fixed order, rotated by one each round)."""
     method = report.get("method")
     if method is None:
         return "rotated"

@@ -30,7 +30,17 @@ from torch.overrides import TorchFunctionMode
 from ..attention import entropy_bits
 from ..checks import check_positive_int
 from ..counting import attention_params
-from .answers import Verdict, close_verdict, compare_number, fit_to_page, malformed, read_number, right, wrong
+from .answers import (
+    Verdict,
+    close_verdict,
+    compare_number,
+    fit_to_page,
+    malformed,
+    named_slip,
+    read_number,
+    right,
+    wrong,
+)
 
 #: Head widths of the sweep: 1, 2, 4, ..., 1024.
 DEFAULT_D_KS = tuple(2**i for i in range(11))
@@ -351,11 +361,9 @@ def check_score_variance(answer, d_k: int = 64, scale: str = "1/d_k") -> Verdict
         (1.0, "1 is the variance with 1/√d_k; this scale is different"),
         (factor, "Var(q·k) is d_k before scaling, not 1"),
     ]
-    for slip, hint in slips:
-        # a slip is named only when it is told apart from the answer at this precision
-        apart = compare_number(slip, target, sig_figs=VARIANCE_SIG_FIGS).status == "wrong"
-        if apart and compare_number(value, slip, sig_figs=VARIANCE_SIG_FIGS).right:
-            return wrong(title, "variance", hint)
+    hint = named_slip(value, target, slips, sig_figs=VARIANCE_SIG_FIGS)
+    if hint is not None:
+        return wrong(title, "variance", hint)
     if verdict.status == "close":
         return close_verdict(title, "variance", verdict.message)
     return wrong(title, "variance", "Var(q·k) = d_k (a sum of d_k products of variance 1); then multiply by scale²")

@@ -1,4 +1,4 @@
-"""Checker verdicts in the reader's language (issue 34): English, or Chinese (``zh_CN``).
+"""Checker verdicts in the reader's language: English, or Chinese (``zh_CN``).
 
 The checkers write their verdicts in English. A verdict shown in another language is translated line
 by line with a phrasebook: ``mha/data/verdicts/<language>/*.json``, one file per checker module, each

@@ -27,7 +27,7 @@ import torch
 
 from ..attention import masked_softmax, merge_heads
 from ..modules import MultiHeadAttention, SingleHeadAttention
-from .answers import Verdict, close_verdict, compare_number, malformed, read_number, read_row, right, wrong
+from .answers import Verdict, close_verdict, compare_number, malformed, named_slip, read_number, read_row, right, wrong
 from .worked_diagnosis import (
     compare_row,
     diagnose_output,
@@ -399,11 +399,9 @@ def check_temperature(tau, *, decimals: int = DECIMALS) -> Verdict:
         (2 / math.log(3.6), "e/(e + 4) > 0.9 means e > 0.9·e + 3.6, i.e. 0.1·e > 3.6: e > 36, not 3.6"),
         (2 / math.log(40), "e/(e + 4) > 0.9 means 0.1·e > 0.9·4 = 3.6, so e > 36 (not 4 / 0.1 = 40)"),
     ]
-    for slip, hint in slips:
-        # a slip is named only when it is told apart from the answer at this precision
-        apart = compare_number(slip, target, decimals=decimals).status == "wrong"
-        if apart and compare_number(value, slip, decimals=decimals).right:
-            return wrong(title, "tau", hint)
+    hint = named_slip(value, target, slips, decimals=decimals)
+    if hint is not None:
+        return wrong(title, "tau", hint)
     if verdict.status == "close":
         return close_verdict(title, "tau", verdict.message)
     side = "sharper" if value < target else "flatter"

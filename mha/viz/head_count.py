@@ -37,7 +37,7 @@ def _maps_title(num_heads: int, seed: int) -> str:
 #: is mostly blank: 1 head fills it, 2 heads share it side by side, 4 and 8 in two rows.
 MAPS_SIZE = (8.2, 5.6)
 #: Token labels on the maps, in points: 11 CSS px in a frame stored at 80 dpi (an 8.2-inch frame
-#: is shown at full size in the book's column); 8.5 pt (9.4 px) read as tiny to a learner (issue 45).
+#: is shown at full size in the book's column); 8.5 pt (9.4 px) read as tiny to a learner.
 MAPS_LABEL_PT = 10
 
 

@@ -300,7 +300,7 @@ class Explorer:
             )
         else:
             # A dropdown shows its value itself, and a screen reader announces it: no echo, which
-            # would only repeat it beside it (issue 35).
+            # would only repeat it beside it.
             options = "".join(
                 f'<option value="{j}"{" selected" if j == k else ""}>{html.escape(spec.show(v))}</option>'
                 for j, v in enumerate(values)
