@@ -1,18 +1,20 @@
 # The two commands a new user needs: `make book` and `make test`.
 # Both create .venv and install requirements.txt (mha included, editable) when needed.
-# The browser tests (tests/test_browser*.py) run after the book is built.
+# The browser tests (tests/browser/) run after the book is built.
 #
 #   make book             build the HTML book from the stored outputs (_build/html/index.html)
 #   make book-zh          build the Chinese edition from the same outputs (_build/html-zh/index.html)
 #   make gettext          after changing English text: update the Chinese catalogues (locales/zh_CN)
 #   make test             import layers, unit tests, nbval over every chapter (CPU) and the Chinese notebooks
 #                         (nbval-zh: five of them), both editions, the browser test
+#   make unit-fast        the core's and the chapters' tests (tests/core, tests/chapters) but the slow ones:
+#                         the loop to run while changing mha (about a minute on 2 cores)
 #   make lint             import layers (lint-imports), ruff check and format (code and notebooks), chapter sync
 #   make format           ruff format the code and the chapters' code cells (chapters/*.md, through Jupytext)
 #   make notebooks        re-execute every chapter on the CPU and store its outputs (after changing code)
 #   make check-notebooks  prove `make notebooks` would change no text output (writes nothing)
 #   make test-portable    nbval over every chapter as two other CPUs compute (other kernels, 1 and 2 threads),
-#                         then with the last bits of every floating result nudged (tests/last_bits.py)
+#                         then with the last bits of every floating result nudged (tests/book/last_bits.py)
 #   make test-learner-torch  (CI) the chapters downloaded from the book, run in a fresh venv on the newest torch
 #   make caches           retrain and rewrite every cache in mha/data/ (over an hour, with progress bars)
 #   MHA_DEVICE=cuda make test-gpu   unit tests and nbval with every chapter computing on CUDA
@@ -38,7 +40,7 @@ MHA_LANG ?= en
 export MHA_LANG
 export TQDM_DISABLE := 1
 
-.PHONY: install book book-zh gettext notebooks check-notebooks lint format unit nbval browser test test-portable test-gpu budget caches clean lab lab-install test-lab
+.PHONY: install book book-zh gettext notebooks check-notebooks lint format unit unit-fast nbval browser test test-portable test-gpu budget caches clean lab lab-install test-lab
 
 # npm ci installs KaTeX (package-lock.json into node_modules/), which typesets every formula when the
 # book is built (_ext/mha_math.py; Node.js 18 or newer). Without npm (a GPU runner that only tests the
@@ -84,7 +86,7 @@ lab-zh: $(LAB_STAMP)
 # 11, move each explorer's controls, type into its text boxes, check the figure changes;
 # latencies in _build/test-lab/latencies.json and .md. Needs Chromium, like the browser test.
 test-lab: $(LAB_STAMP)
-	MHA_TEST_LAB=1 $(PY) -m pytest -p no:cacheprovider -rs tests/test_lab_browser.py
+	MHA_TEST_LAB=1 $(PY) -m pytest -p no:cacheprovider -rs tests/lab/test_lab_browser.py
 
 book: install
 	$(VENV)/bin/jupyter-book build --all -W -n --keep-going .
@@ -100,7 +102,7 @@ book-zh: install
 	@echo "Chinese edition built: $(CURDIR)/_build/html-zh/index.html"
 
 # After an English paragraph changes: its translation turns fuzzy (or a new message appears) in
-# locales/zh_CN; tests/test_i18n.py fails until it is translated (see CONTRIBUTING.md).
+# locales/zh_CN; tests/zh_CN/test_i18n.py fails until it is translated (see CONTRIBUTING.md).
 gettext: install
 	$(PY) scripts/i18n.py update
 	$(PY) scripts/i18n.py status
@@ -122,7 +124,12 @@ lint: install
 	$(PY) scripts/chapter_table.py --check
 
 unit: install
-	$(PY) -m pytest -p no:cacheprovider tests --ignore-glob='*/test_browser*.py'
+	$(PY) -m pytest -p no:cacheprovider tests --ignore=tests/browser
+
+# The inner loop: the tests of the core and of the chapters' code, without those marked slow
+# (@pytest.mark.slow, over about 5 s each; `make unit` runs them).
+unit-fast: install
+	$(PY) -m pytest -p no:cacheprovider -q tests/core tests/chapters -m "not slow"
 
 nbval: install
 	$(NBVAL) $(NOTEBOOKS)
@@ -138,7 +145,7 @@ nbval-zh: install
 	$(NBVAL) $(addprefix _build/nbval-zh/,$(addsuffix .ipynb,$(NBVAL_ZH)))
 
 browser: book book-zh
-	$(PY) -m pytest -p no:cacheprovider -rs --durations=15 tests/test_browser*.py
+	$(PY) -m pytest -p no:cacheprovider -rs --durations=15 tests/browser
 	@echo "Screenshots: $(CURDIR)/_build/screenshots/"
 
 test: lint unit nbval nbval-zh book book-zh browser
@@ -158,7 +165,7 @@ PORTABLE_CPUS := \
 	"ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 ONEDNN_MAX_CPU_ISA=AVX2 OMP_NUM_THREADS=2"
 
 # Then as any other machine might compute: every inexact floating result of every operation nudged
-# by up to a few units in its last place (tests/last_bits.py, entered in each kernel by an IPython
+# by up to a few units in its last place (tests/book/last_bits.py, entered in each kernel by an IPython
 # startup file), once per seed in LAST_BITS_SEEDS. It finds what emulation cannot: another vendor's
 # code paths (an Intel MKL printed 0e+00 for a round-off this AMD machine printed as 1e-16).
 LAST_BITS_SEEDS ?= 1
@@ -169,9 +176,9 @@ test-portable: install
 	  env $$cpu $(NBVAL) -q $(NOTEBOOKS) || exit 1; \
 	done
 	rm -rf $(LAST_BITS_IPYTHON) && mkdir -p $(LAST_BITS_IPYTHON)/profile_default/startup
-	cp tests/last_bits_startup.py $(LAST_BITS_IPYTHON)/profile_default/startup/00-last-bits.py
+	cp tests/book/last_bits_startup.py $(LAST_BITS_IPYTHON)/profile_default/startup/00-last-bits.py
 	@for seed in $(LAST_BITS_SEEDS); do \
-	  echo "== nbval with the last bits of every floating result nudged (tests/last_bits.py, seed $$seed)"; \
+	  echo "== nbval with the last bits of every floating result nudged (tests/book/last_bits.py, seed $$seed)"; \
 	  IPYTHONDIR=$(CURDIR)/$(LAST_BITS_IPYTHON) MHA_ROOT=$(CURDIR) MHA_LAST_BITS=$$seed $(NBVAL) -q $(NOTEBOOKS) || exit 1; \
 	done
 
@@ -208,7 +215,7 @@ caches: install
 test-gpu: install
 	@case "$(MHA_DEVICE)" in cuda*) ;; *) echo "make test-gpu runs the chapters on a GPU: use MHA_DEVICE=cuda make test-gpu (MHA_DEVICE is '$(MHA_DEVICE)')"; exit 2;; esac
 	$(PY) scripts/check_gpu.py
-	$(PY) -m pytest -p no:cacheprovider tests --ignore-glob='*/test_browser*.py'
+	$(PY) -m pytest -p no:cacheprovider tests --ignore=tests/browser
 	$(NBVAL) $(NOTEBOOKS)
 	@$(PY) scripts/nbval_cells.py $(NOTEBOOKS) | tail -n 1
 

@@ -10,7 +10,7 @@ benchmark results of the repository (``benchmarks/results``); its box says so an
 The wheel is built once per book build, from a copy of ``pyproject.toml`` and ``mha/`` in a
 temporary folder (so that setuptools leaves no ``build/`` in the repository), with the course's
 own environment (``--no-build-isolation``: no download).
-``tests/test_browser_run_from_page.py`` installs it into a fresh virtual environment outside the
+``tests/browser/test_browser_run_from_page.py`` installs it into a fresh virtual environment outside the
 repository and runs a downloaded chapter there under nbval.
 """
 

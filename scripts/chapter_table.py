@@ -7,7 +7,7 @@ one row per chapter: the number the book shows and its title (from the chapter's
 part (``_toc.yml``), its label (what code calls it), its modules in ``mha/chapters/``, the ``mha/viz/``
 modules that draw its figures, and the phrasebooks of its checkers' Chinese hints
 (``mha/data/verdicts/zh_CN/``). Nothing else of the README changes. ``--check`` writes nothing and
-exits 1 when the block differs from what the map gives now (``tests/test_chapter_map.py`` checks the
+exits 1 when the block differs from what the map gives now (``tests/book/test_chapter_map.py`` checks the
 same).
 """
 

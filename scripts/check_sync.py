@@ -1,6 +1,6 @@
 """Fail when a chapter's text source and its stored notebook disagree on any cell.
 
-Usage: python scripts/check_sync.py   (the pre-commit hook and tests/test_notebooks.py run it)
+Usage: python scripts/check_sync.py   (the pre-commit hook and tests/book/test_notebooks.py run it)
 
 ``chapters/NAME.md`` is the source; ``book/NAME.ipynb`` must hold the same cells (type, source,
 tags) in the same order. After editing the ``.md``, run ``make notebooks`` (or, to store outputs of

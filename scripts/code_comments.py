@@ -5,7 +5,7 @@ one message (their texts joined by spaces), a comment after code is one message,
 message (``inspect.cleandoc``'s text). ``locales/<language>/comments.json`` maps each English message
 to its translation; a translation may hold line breaks (``\\n``), each line becoming a comment line at
 the block's indentation (a comment after code stays on its line). Only the comments and the docstrings
-change: every other token of the code stays as it was (``tests/test_zh_comments.py`` proves it).
+change: every other token of the code stays as it was (``tests/zh_CN/test_zh_comments.py`` proves it).
 
 What needs no translation: a comment with no English word of three letters (``# (B, H, T, Dh)``,
 ``# fp16``) and a tool's directive (``# noqa: E731``).

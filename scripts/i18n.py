@@ -12,7 +12,7 @@
                                      # the translation of the same English in another page's catalogue
 
 After an English paragraph changes, ``gettext`` + ``update`` turn its old translation into a fuzzy
-entry (or add an untranslated one); tests/test_i18n.py fails until a translator has updated it and
+entry (or add an untranslated one); tests/zh_CN/test_i18n.py fails until a translator has updated it and
 removed the ``fuzzy`` flag.
 """
 

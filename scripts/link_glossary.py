@@ -7,7 +7,7 @@ Usage:
 The terms are those of ``book/glossary.md``. In each chapter's prose (Markdown cells; not headings,
 code, math, inline code, links or existing roles), the first occurrence of a term, in any case and
 in the plural, becomes a ``{term}`` link, unless the chapter already links that term before it.
-Longer terms win ("multi-head attention" before "attention"). ``tests/test_glossary.py`` runs the
+Longer terms win ("multi-head attention" before "attention"). ``tests/book/test_glossary.py`` runs the
 check, so a new chapter or paragraph cannot forget its links.
 """
 

@@ -7,7 +7,7 @@ Usage: python scripts/make_figures.py [--check]
 Writes ``book/images/mha_layer.svg`` (English) and ``book/images/mha_layer.zh_CN.svg`` (Chinese labels)
 from :func:`mha.viz.layer_diagram.layer_svg`. The Chinese edition shows the second file in place of the
 first (Sphinx's ``figure_language_filename``, ``{root}.{language}{ext}``). ``--check`` writes nothing
-and exits 1 when a committed file differs from what the code draws now (``tests/test_layer_diagram.py``
+and exits 1 when a committed file differs from what the code draws now (``tests/book/test_layer_diagram.py``
 checks the same).
 """
 

@@ -1,4 +1,4 @@
-"""Run the learner corpus (tests/learner_corpus.py) through the build-it-yourself checkers; measure them.
+"""Run the learner corpus (tests/chapters/learner_corpus.py) through the build-it-yourself checkers; measure them.
 
 Usage: python scripts/measure_learner_corpus.py [--step STEP] [--verdicts PATH]
 
@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.learner_corpus import CORPUS, STEPS, names_cause, run_checker  # noqa: E402
+from tests.chapters.learner_corpus import CORPUS, STEPS, names_cause, run_checker  # noqa: E402
 
 CAUSE_TARGET = 0.90
 

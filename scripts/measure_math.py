@@ -36,7 +36,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests"))  # conftest, which test_browser imports
+sys.path.insert(0, str(ROOT / "tests" / "browser"))  # test_browser, browser_reading
 
 OUT = ROOT / "_build" / "math-timings.json"
 PHONE = {"width": 390, "height": 844}

@@ -28,7 +28,7 @@ The values go to ``mha/data/portability.json``. Runs that agree on every probe c
 99 % prediction interval of :func:`mha.provenance.prediction_band`, ``mean ± t · sd · sqrt(1 + 1/n)``,
 at least one scored position either way, widened to hold every measured value: its width comes from
 the measured spread alone. Chapters assert that a live run lands in its band
-(``mha.provenance.in_band``); ``tests/test_provenance.py`` checks that every band holds every
+(``mha.provenance.in_band``); ``tests/book/test_provenance.py`` checks that every band holds every
 measured value, is no wider than its spread needs, and stays narrower than the effect the chapter
 shows.
 """

@@ -11,7 +11,7 @@ The measure, on the text sources (``chapters/NAME.md``, ``book/intro.md``):
     opening mark, or at the end of a paragraph, a list item or a heading; the abbreviations of
     :data:`ABBREVIATIONS` do not end one.
 The course's rule: no sentence of the core path (the intro and the chapters of "The course" in ``_toc.yml``)
-over 35 words (:data:`LIMIT`); ``tests/test_prose.py`` keeps it.
+over 35 words (:data:`LIMIT`); ``tests/book/test_prose.py`` keeps it.
 """
 
 from __future__ import annotations

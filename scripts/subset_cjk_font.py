@@ -7,7 +7,7 @@ The subset holds the characters of every translation the figures draw (``locales
 and the explorers' labels ``locales/zh_CN/explorers.json``, the phrasebooks of ``mha.viz.figure_i18n``),
 printable ASCII and common CJK punctuation, so the repository ships a few hundred kB instead of 16 MB.
 Its family is renamed (``mha.viz.figure_i18n.FONT_FAMILY``): a modified version of the font does not
-carry its name. Run it after adding translations with new characters; ``tests/test_figure_i18n.py``
+carry its name. Run it after adding translations with new characters; ``tests/zh_CN/test_figure_i18n.py``
 fails while a translation has a character the subset lacks. The source is Debian's ``fonts-noto-cjk``
 (``apt-get install fonts-noto-cjk``): the SC face of ``NotoSansCJK-Regular.ttc``.
 """

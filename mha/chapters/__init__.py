@@ -13,8 +13,8 @@ modules and the :mod:`mha.viz` modules that draw it. Code names a chapter by its
 page's file name without its number (``chapter("worked_example").modules`` is ``worked``,
 ``worked_diagnosis``, ``worked_edit``), never by the number the reader sees: that number is the
 page's file-name prefix, which the table of contents may change, and :attr:`Chapter.number` reads
-it from there. :data:`SHARED` lists the modules several chapters use. ``tests/test_layers.py``
-keeps the map true; ``tests/test_chapter_map.py`` keeps chapter numbers out of the code and the
+it from there. :data:`SHARED` lists the modules several chapters use. ``tests/book/test_layers.py``
+keeps the map true; ``tests/book/test_chapter_map.py`` keeps chapter numbers out of the code and the
 README's table of chapters current (``python scripts/chapter_table.py`` writes it).
 """
 

@@ -12,7 +12,7 @@ Every figure of the book is described by the code that drew it, from the figure 
 
 A notebook's figure output stores both with its PNG (:func:`figure_output`, which
 :func:`mha.viz.plotting.use_style` makes the notebook's PNG formatter for figures): the book sets
-the image's alt text from it (``_ext/mha_figures.py``) and ``tests/test_figure_text.py`` checks
+the image's alt text from it (``_ext/mha_figures.py``) and ``tests/book/test_figure_text.py`` checks
 the text's height. An explorer stores its frames' smallest text and dpi in its HTML.
 
 matplotlib is imported inside the functions that read a figure: :func:`alt_text` works on a
@@ -29,7 +29,7 @@ from .figure_i18n import draw_in_chinese, drawn_texts, plain_math, twins_folder,
 from .phone import png_size as phone_size
 
 #: The width of the book's text column at desktop size (1280 x 800), in CSS pixels, as measured in
-#: the built book: a figure output's image (``tests/test_browser_figures.py`` checks it) ...
+#: the built book: a figure output's image (``tests/browser/test_browser_figures.py`` checks it) ...
 COLUMN_PX = 688
 #: ... and an explorer's frame, inside the explorer's own box.
 EXPLORER_COLUMN_PX = 672

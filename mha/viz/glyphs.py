@@ -15,7 +15,7 @@ heatmap's 50 cell numbers, a panel of rows of numbers), and that was most of an 
 
 A digit at a given sub-pixel offset is rendered once, then copied: the calls, arguments and
 bitmaps are matplotlib's own, so the canvas holds exactly the pixels a plain Agg canvas draws
-(``tests/test_glyphs.py`` compares them bit for bit). It relies on private parts of the pinned
+(``tests/chapters/test_glyphs.py`` compares them bit for bit). It relies on private parts of the pinned
 matplotlib (``FT2Font._layout``, ``_render_glyph``, ``_set_transform``); where they are missing
 it draws as a plain canvas does.
 

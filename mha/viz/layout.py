@@ -11,7 +11,7 @@
 :func:`place_labels` puts point labels where they overlap no other label, marker or line, and
 :func:`outside_legend` puts a legend beside the axes rather than on them.
 
-``tests/test_figure_layout.py`` holds the book's figures to these measures.
+``tests/book/test_figure_layout.py`` holds the book's figures to these measures.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ rendering, in English and, with its words in Chinese, for the Chinese edition, a
 beside the figure's Chinese twin (``locales/<language>/phone/<SHA-256 of the desktop PNG>.png``,
 ``index.json``). The book (``_ext/mha_figures.py``) shows it on a screen no wider than
 :data:`MEDIA` through a ``<picture>`` element; the link under it still opens the desktop image.
-``tests/test_figure_text.py`` holds each rendering to legible text and to no more overlapping texts
-than its figure; ``tests/test_browser_phone.py`` measures the text on a phone.
+``tests/book/test_figure_text.py`` holds each rendering to legible text and to no more overlapping texts
+than its figure; ``tests/browser/test_browser_phone.py`` measures the text on a phone.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ PHONE_COLUMN_PX = 328
 #: The screens that are shown the phone rendering (the book's column narrows below this width).
 MEDIA = "(max-width: 40em)"
 #: The narrowest phone rendering, relative to the desktop figure: a narrower one would crowd its
-#: panels; such a figure keeps smaller text (``tests/test_figure_text.py`` finds none).
+#: panels; such a figure keeps smaller text (``tests/book/test_figure_text.py`` finds none).
 MIN_SHARE = 0.4
 #: The most cells a figure is restacked in (a grid of 72 small heads is drawn narrower instead).
 MAX_CELLS = 6

@@ -211,7 +211,7 @@ class MatrixRow:
 #: The steps whose matrices stand in pairs, side by side, as the text compares them: each head's query
 #: and key matrices (the text: "the query of position p and the key of position p - 1 point the same
 #: way"), then the two heads' value matrices (the same in both heads). Two 8 x 4 matrices fit the book's
-#: 688-px column at 1280 px (tests/test_browser_math.py); three, or two 5 x 5 score matrices, do not.
+#: 688-px column at 1280 px (tests/browser/test_browser_math.py); three, or two 5 x 5 score matrices, do not.
 SIDE_BY_SIDE = ("weights_in", "qkv")
 
 
@@ -264,7 +264,7 @@ def _row_text(values) -> str:
 
 
 #: The step panel's font size in points: 11 pt is about 12 px in a frame stored at 80 dpi, shown
-#: unscaled because the figure is narrower than the book's text column (tests/test_worked.py).
+#: unscaled because the figure is narrower than the book's text column (tests/chapters/test_worked.py).
 PANEL_FONTSIZE = 11
 
 
