@@ -1,7 +1,7 @@
 // The tokenizer of chapter 11's in-browser model (issue 37), as the Python one (mha.bert.load_tokenizer,
 // the model's tokenizer.json) cuts a sentence: the same ids, checked on every sentence of the course's
-// chapters and on Unicode's corner cases by tests/test_wordpiece_js.py (with Node.js), and in the
-// browser by tests/test_browser_live.py. Imported by mha_live.js; no DOM, so Node can run it too.
+// chapters and on Unicode's corner cases by tests/book/test_wordpiece_js.py (with Node.js), and in the
+// browser by tests/browser/test_browser_live.py. Imported by mha_live.js; no DOM, so Node can run it too.
 //
 // The tokenizer: tokenizer.json's BertNormalizer (clean text, Chinese characters apart, accents
 // stripped, lower case), BertPreTokenizer (whitespace, then each punctuation mark alone) and WordPiece
