@@ -1,6 +1,6 @@
-/* A formula that scrolls is a Tab stop, and only such a formula (issue 35; _ext/mha_math.py adds
- * this file to every page of both editions). It typesets nothing: KaTeX wrote every formula into the
- * page when the book was built.
+/* A box that scrolls is a Tab stop, and only such a box (_ext/mha_math.py adds this file to every
+ * page of both editions): formulas, and the theme's code blocks, outputs and tables. It typesets
+ * nothing: KaTeX wrote every formula into the page when the book was built.
  *
  * A formula wider than its column scrolls inside its own box (mha_book.css, "math"): the display
  * formula (.katex-display) or the inline one (span.math). A box that scrolls must be reachable by
@@ -12,6 +12,7 @@
   "use strict";
 
   var SELECTOR = "div.math > .katex-display, span.math";
+  var THEME_BOXES = "pre, .cell_output > .output, .jp-RenderedHTMLCommon, .pst-scrollable-table-container";
 
   // KaTeX's sub- and superscripts reach 2 px past their formula (its fix for Safari): not a scroll.
   // All boxes are measured
@@ -44,13 +45,35 @@
     }
   }
 
+  // The theme's own boxes (code blocks, cell outputs, tables) follow its rule: a Tab stop when they
+  // scroll either way, out of the Tab order when not (its scan at load is left with nothing to scan).
+  function markThemeBoxes(boxes) {
+    var stops = [];
+    for (var i = 0; i < boxes.length; i++) {
+      var box = boxes[i];
+      stops.push(box.scrollWidth > box.clientWidth || box.scrollHeight > box.clientHeight ? 0 : -1);
+    }
+    for (var j = 0; j < boxes.length; j++) if (boxes[j].tabIndex !== stops[j]) boxes[j].tabIndex = stops[j];
+  }
+
+  function mark(boxes) {
+    var formulas = [], others = [];
+    for (var i = 0; i < boxes.length; i++) (boxes[i].matches(SELECTOR) ? formulas : others).push(boxes[i]);
+    markAll(formulas);
+    markThemeBoxes(others);
+  }
+
   function setUp() {
-    var boxes = Array.prototype.slice.call(document.querySelectorAll(SELECTOR));
-    markAll(boxes);
-    if (document.fonts && document.fonts.ready) document.fonts.ready.then(function () { markAll(boxes); });
-    if (!window.ResizeObserver) return;
+    var boxes = Array.prototype.slice.call(document.querySelectorAll(SELECTOR + ", " + THEME_BOXES));
+    if (!window.ResizeObserver) {
+      mark(boxes);
+      return;
+    }
+    // Each box is measured when the browser lays it out (the observer's first call) and again when its
+    // size changes (fonts arrived, a fold opened, the window turned): never the whole page at once,
+    // which would lay out the sections not drawn yet (mha_book.css, content-visibility).
     var observer = new ResizeObserver(function (entries) {
-      markAll(entries.map(function (entry) { return entry.target; }));
+      mark(entries.map(function (entry) { return entry.target; }));
     });
     for (var k = 0; k < boxes.length; k++) observer.observe(boxes[k]);
   }

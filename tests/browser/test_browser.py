@@ -146,6 +146,38 @@ def server():
         yield url
 
 
+#: Every section drawn from the start, as if each were on the screen. The book leaves a section the
+#: reader has not reached undrawn (mha_book.css, content-visibility), and the page checks its boxes
+#: (a formula's Tab stop, a table's cue) as each section is drawn; a test that measures the whole page
+#: at once measures it as the reader meets each part. test_browser_phone checks the undrawn start.
+DRAW_EVERY_SECTION = """document.addEventListener("DOMContentLoaded", () => {
+  const style = document.createElement("style");
+  style.textContent = ".bd-article section { content-visibility: visible !important; }";
+  document.head.append(style);
+});"""
+
+
+class DrawnBrowser:
+    """A Chromium whose pages draw every section from the start (``DRAW_EVERY_SECTION``);
+    ``.undrawn`` is the browser as a reader has it."""
+
+    def __init__(self, browser):
+        self.undrawn = browser
+
+    def __getattr__(self, name):
+        return getattr(self.undrawn, name)
+
+    def new_context(self, **options):
+        context = self.undrawn.new_context(**options)
+        context.add_init_script(DRAW_EVERY_SECTION)
+        return context
+
+    def new_page(self, **options):
+        page = self.undrawn.new_page(**options)
+        page.context.add_init_script(DRAW_EVERY_SECTION)
+        return page
+
+
 @pytest.fixture(scope="module")
 def browser():
     executable = chromium_path()
@@ -158,7 +190,7 @@ def browser():
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: make install")
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
-        yield browser
+        yield DrawnBrowser(browser)
         browser.close()
 
 

@@ -669,3 +669,53 @@ def test_the_verdict_measure_sees_a_split_shape(browser, tmp_path):  # noqa: F81
     assert plain["units"]["split"] and plain["units"]["checked"] == 2, plain
     assert bound["units"]["split"] == [] and bound["units"]["checked"] == 2, bound
 
+
+#: On a phone at load: the sections the browser left undrawn, and in them what the page has marked so
+#: far (formulas, code and outputs given a Tab stop, tables given a cue).
+UNDRAWN_AT_LOAD = r"""() => {
+  const sections = [...document.querySelectorAll(".bd-article section > section")];
+  // a section's own box shows (its height holds its place); its contents are what is left undrawn
+  const undrawn = sections.filter(s => !s.firstElementChild.checkVisibility({contentVisibilityAuto: true}));
+  const boxes = "div.math > .katex-display, span.math, pre, .cell_output > .output";
+  const marked = undrawn.flatMap(s => [...s.querySelectorAll(boxes)])
+    .filter(b => b.hasAttribute("tabindex")).length;
+  const cued = undrawn.flatMap(s => [...s.querySelectorAll(".mha-scrolls")]).length;
+  return {sections: sections.length, undrawn: undrawn.length, marked, cued,
+          auto: sections.every(s => getComputedStyle(s).contentVisibility === "auto")};
+}"""
+#: Scrolls to the last wide table's section and says, once it is drawn, what the page marked in it.
+DRAWN_ON_ARRIVAL = r"""async () => {
+  const frames = () => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+  const table = [...document.querySelectorAll(".bd-article table")].pop();
+  table.scrollIntoView();
+  await frames(); await frames(); await new Promise(done => setTimeout(done, 200));
+  const section = table.closest("section");
+  const formulas = [...section.querySelectorAll("div.math > .katex-display, span.math")];
+  const box = table.closest(".mha-scroll-frame > *") || table.parentElement;
+  return {drawn: table.checkVisibility({contentVisibilityAuto: true}),
+          wide: box.scrollWidth > box.clientWidth + 1, cued: box.classList.contains("mha-scrolls"),
+          formulas: formulas.length,
+          unmarked: formulas.filter(f => (f.scrollWidth - f.clientWidth > 3) !== (f.getAttribute("tabindex") === "0"))
+            .length};
+}"""
+
+
+@pytest.mark.parametrize("page_name", ["book/05_parameter_analysis", "book/11_pretrained_heads"])
+def test_a_section_is_drawn_and_checked_when_the_reader_reaches_it(page_name, server, browser):  # noqa: F811
+    """A phone draws the sections near the screen only, so a long chapter does not hold its main thread
+    while it arrives (scripts/measure_pages.py); a section's boxes are checked when it is drawn."""
+    page = browser.undrawn.new_page(viewport=PHONE)
+    try:
+        page.goto(f"{server}/{EDITIONS['en']}/{page_name}.html", wait_until="networkidle")
+        page.wait_for_timeout(300)
+        start = page.evaluate(UNDRAWN_AT_LOAD)
+        assert start["auto"] and start["undrawn"] >= 3, f"{page_name}: sections drawn before they are needed: {start}"
+        assert start["marked"] == 0 and start["cued"] == 0, f"{page_name}: undrawn sections were measured: {start}"
+        there = page.evaluate(DRAWN_ON_ARRIVAL)
+        assert there["drawn"] and there["wide"], (
+            f"{page_name}: the last table is not a wide one drawn on arrival: {there}"
+        )
+        assert there["cued"], f"{page_name}: the table reached scrolls without its cue: {there}"
+        assert there["unmarked"] == 0, f"{page_name}: formulas of the section reached not checked: {there}"
+    finally:
+        page.context.close()
