@@ -4,7 +4,7 @@ An explorer (``mha.viz.widgets``) stores one alt text per frame, written in Engl
 alt function: in its JSON data (``alts``, which its script shows as the frame changes) and on the
 ``<img>`` of the frame it opens on. The Chinese edition translates them when the book is built, from
 the phrasebook ``locales/<language>/explorer_alts.json`` (English template -> Chinese template), with
-the placeholders of :mod:`mha.chapters.verdict_i18n` (``{x:num}``, ``{s:shape}``, ``{w:word}``,
+the placeholders of :mod:`mha.chapters.checking.verdict_i18n` (``{x:num}``, ``{s:shape}``, ``{w:word}``,
 ``{c:code}``, or ``{name}`` for any text, itself translated). An alt is cut into sentences and clauses
 (at ``. `` and ``; ``) and each clause is translated phrase by phrase, longest template first, as
 verdicts are; a placeholder's text that is one of the explorer's own labels (``noun``, ``average``)
@@ -23,7 +23,7 @@ import json
 import re
 from pathlib import Path
 
-from mha.chapters.verdict_i18n import compile_template
+from mha.chapters.checking.verdict_i18n import compile_template
 
 #: The alt texts' phrasebook, per language, relative to the book's root.
 EXPLORER_ALTS = "locales/{language}/explorer_alts.json"

@@ -35,7 +35,7 @@ import re
 import struct
 from pathlib import Path
 
-from mha.chapters.verdict_i18n import width
+from mha.chapters.checking.verdict_i18n import width
 
 #: The book's own CSS and JavaScript (served from ``_static/``).
 STATIC = Path(__file__).resolve().parent / "static"

@@ -19,7 +19,7 @@ translatable message of the prose replaced by its translation from
 * **Code comments.** The comments and docstrings of the code a page shows, from
   ``locales/zh_CN/comments.json`` (``scripts/code_comments.py``); the code itself is unchanged.
 * **Checker verdicts.** A verdict's stored output carries its Chinese text in the output's metadata
-  (the same checks, run once; ``mha/data/verdicts``): the Chinese edition shows that text.
+  (the same checks, run once; the phrasebooks ``mha/chapters/<topic>/zh_CN.json``): the Chinese edition shows that text.
 * **The chrome in the reader's language.** The sidebar's part captions come from the page's
   catalogue (Jupyter Book inserts the toctrees after Sphinx's own translation step, so this
   extension translates their captions itself); the theme's labels, tooltips and ARIA names, the
@@ -348,7 +348,7 @@ def stored_verdicts(path: Path, language: str) -> dict[str, str]:
     """English text -> ``language``'s text of every checker verdict stored in the notebook ``path``.
 
     A verdict's stored output carries every edition's text in its metadata
-    (``mha.chapters.answers.Verdict._repr_mimebundle_``): the same checks, run once."""
+    (``mha.chapters.checking.answers.Verdict._repr_mimebundle_``): the same checks, run once."""
     table = {}
     for cell in json.loads(path.read_text(encoding="utf-8")).get("cells", []):
         for output in cell.get("outputs", []):
@@ -392,7 +392,7 @@ UNBREAKABLE = re.compile(r"\((?:[^()\n\u2e80-\u9fff\u3000-\u303f\uff00-\uffef]|\
 def bind_units(text: str) -> str:
     """``text`` with the spaces inside each ``UNBREAKABLE`` run of at most ``UNIT_MAX`` characters (a
     longer one is a line of code, which may break) made no-break spaces."""
-    from mha.chapters.verdict_i18n import UNIT_MAX
+    from mha.chapters.checking.verdict_i18n import UNIT_MAX
 
     def bind(match):
         unit = match.group(0)

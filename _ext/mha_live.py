@@ -121,8 +121,8 @@ def add_explorer(app, pagename, templatename, context, doctree) -> None:
         return
     import html
 
-    from mha.chapters.pretrained_analysis import TWIN_SENTENCES
-    from mha.chapters.pretrained_twins import MAX_SENTENCE_TOKENS
+    from mha.chapters.pretrained.pretrained_analysis import TWIN_SENTENCES
+    from mha.chapters.pretrained.pretrained_twins import MAX_SENTENCE_TOKENS
 
     root = Path(app.srcdir)
     files = [runtime_dir(root) / name for name in RUNTIME_FILES]

@@ -3,7 +3,7 @@
 The notebooks are executed once, in English, and their stored outputs are the same in both editions.
 The Chinese edition translates the text an output shows (a stream, or a ``text/plain`` result) when the
 book is built, from the phrasebook ``locales/<language>/outputs.json``, with the placeholders of
-:mod:`mha.chapters.verdict_i18n` (``{x:num}``, ``{s:shape}``, ``{w:word}``, ``{c:code}``, or ``{name}``
+:mod:`mha.chapters.checking.verdict_i18n` (``{x:num}``, ``{s:shape}``, ``{w:word}``, ``{c:code}``, or ``{name}``
 for any text, itself translated). Its two sections:
 
 * ``"fields"``: a whole field (a table's header or label, ``all params``, ``yes``), matched only whole;
@@ -14,7 +14,7 @@ translated alone. Numbers, shapes and code are copied, so the editions cannot di
 
 **Columns stay aligned.** A translated field keeps the edge its column is aligned on in the English (the
 right edge of a column of numbers and its header, the left edge of a label), counting a CJK character as
-two columns (``unicodedata.east_asian_width``, :func:`~mha.chapters.verdict_i18n.width`): a narrower
+two columns (``unicodedata.east_asian_width``, :func:`~mha.chapters.checking.verdict_i18n.width`): a narrower
 field is padded, a wider one takes the spaces beside it (at least two stay between two fields).
 
 Left English on purpose: checker verdicts (their stored Chinese text is shown: ``mha_i18n``), printed
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from docutils import nodes
 
-from mha.chapters.verdict_i18n import compile_template, width
+from mha.chapters.checking.verdict_i18n import compile_template, width
 
 #: The outputs' phrasebook, per language, relative to the book's root.
 OUTPUTS = "locales/{language}/outputs.json"
@@ -214,7 +214,7 @@ def translate_outputs(app, doctree, docname) -> None:
 OUTPUT_PRE = re.compile(
     r'(<div class="output (?:stream|text_plain)[^"]*"><div class="highlight"><pre>)(.*?)(</pre>)', re.S
 )
-#: The characters :func:`~mha.chapters.verdict_i18n.width` counts as two columns.
+#: The characters :func:`~mha.chapters.checking.verdict_i18n.width` counts as two columns.
 WIDE = re.compile(
     r"[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]+"
 )

@@ -13,12 +13,12 @@ Writes ``benchmarks/results/<device>.json`` and ``.md``, and appends the run's s
   round from a recorded seed (``benchmarks.timing.time_side_by_side``): median and interquartile
   range of the samples, and per-round ratios. The record names the CPU model, core count, torch,
   ISA, threads, the load before and after, and which SDPA backend each implementation ran.
-* **Verdicts**: every comparison the making-it-fast chapter makes (``mha.chapters.perf_results.comparison_family``,
+* **Verdicts**: every comparison the making-it-fast chapter makes (``mha.chapters.fast.perf_results.comparison_family``,
   fixed and recorded before the first timing) gets the median per-round ratio and its exact
   interval at the Bonferroni level for the whole family; a difference is called only when the
-  interval excludes 1 (``mha.chapters.perf_stats``).
+  interval excludes 1 (``mha.chapters.fast.perf_stats``).
 * **Memory**: the bytes of activations the backward pass reads (parameters excluded), counted
-  exactly with ``saved_tensors_hooks`` (``mha.chapters.perf.saved_activation_bytes``); on CUDA
+  exactly with ``saved_tensors_hooks`` (``mha.chapters.fast.perf.saved_activation_bytes``); on CUDA
   also the peak allocated memory.
 * **Decoding** (``benchmarks.bench_decoding``) and **torch.compile** on the CPU
   (``benchmarks.bench_compile``).
@@ -41,9 +41,9 @@ from torch import nn
 import mha
 from benchmarks import bench_compile, bench_decoding
 from benchmarks.timing import environment, load_average, sdpa_backend, synchronizer, time_side_by_side
-from mha.chapters import perf_results as pr
-from mha.chapters import perf_stats
-from mha.chapters.perf import bare_attention_layer, gqa_repeat_kv_forward, saved_activation_bytes
+from mha.chapters.fast import perf_results as pr
+from mha.chapters.fast import perf_stats
+from mha.chapters.fast.perf import bare_attention_layer, gqa_repeat_kv_forward, saved_activation_bytes
 
 RESULTS = Path(__file__).resolve().parent / "results"
 #: The sequence length of the summary and the targets.
@@ -169,9 +169,9 @@ def bench_layers(
 
 def summarize(report, seq_len):
     """The ratios the targets use, at ``seq_len``, forward+backward: per-round median with
-    quartiles (:func:`mha.chapters.perf_results.paired_ratio`), kept in every run's history line;
+    quartiles (:func:`mha.chapters.fast.perf_results.paired_ratio`), kept in every run's history line;
     and ``comparisons``, every comparison of the chapter's family with its corrected interval and
-    verdict (:func:`mha.chapters.perf_results.verdicts`)."""
+    verdict (:func:`mha.chapters.fast.perf_results.verdicts`)."""
 
     def paired(a, b, key="forward_backward", t=seq_len):
         return pr.paired_ratio(report, a, b, t, key)

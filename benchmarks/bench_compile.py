@@ -22,7 +22,7 @@ import torch
 
 import mha
 from benchmarks.timing import synchronizer, time_side_by_side
-from mha.chapters import perf_results as pr
+from mha.chapters.fast import perf_results as pr
 
 #: The two variants, named as in the report.
 FLAGS = pr.COMPILE_FLAGS

@@ -18,7 +18,7 @@ import torch
 
 import mha
 from benchmarks.timing import synchronizer, time_side_by_side
-from mha.chapters import perf_results as pr
+from mha.chapters.fast import perf_results as pr
 
 
 def kv_head_counts(num_heads):

@@ -7,7 +7,7 @@ slows every implementation of the rounds it hits, instead of the one implementat
 to be measured at that moment, and the ratio of two implementations within a round cancels most of
 it. Shuffling keeps the rest fair: no implementation always runs after the same predecessor (whose
 caches, memory and frequency it would inherit) or at the same place in the round
-(``mha.chapters.perf_stats`` decides what the ratios show).
+(``mha.chapters.fast.perf_stats`` decides what the ratios show).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 
 import torch
 
-from mha.chapters.perf_results import summarize_samples
+from mha.chapters.fast.perf_results import summarize_samples
 
 
 def load_average():
@@ -87,7 +87,7 @@ def time_side_by_side(
     row for calls shorter than ``min_sample_s``, so a GPU's launch latency does not dominate),
     in an order shuffled for each round by ``order`` (a seed, or a ``random.Random`` that several
     calls share). Each record holds the median, quartiles and every sample in ms
-    (:func:`mha.chapters.perf_results.summarize_samples`) and ``positions``, the place (0 first)
+    (:func:`mha.chapters.fast.perf_results.summarize_samples`) and ``positions``, the place (0 first)
     at which it ran in each round; sample ``r`` of every record comes from round ``r``.
     """
     rng = order if isinstance(order, random.Random) else random.Random(order)

@@ -36,7 +36,7 @@ from .modules import (
 # Modules and names that load on first use (``mha.chapters``, ``mha.viz``, ``mha.bert``,
 # ``mha.worked_example``, ...), so that ``import mha`` stays light.
 _SUBMODULES = {"bert": "bert", "chapters": "chapters", "encoder": "encoder", "viz": "viz"}
-_LAZY_NAMES = {"worked_example": "chapters.worked", "EncoderLayer": "encoder"}
+_LAZY_NAMES = {"worked_example": "chapters.worked_example.worked", "EncoderLayer": "encoder"}
 
 
 def __getattr__(name):

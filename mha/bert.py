@@ -16,8 +16,8 @@ BERT in one line per piece::
 
 Here: the configuration, the weights, the tokenizer and a forward pass that returns every layer's
 hidden states and every head's weights. The pretrained-heads chapter's analyses (which head does what,
-removing heads) are in :mod:`mha.chapters.pretrained_analysis`, its figures in
-:mod:`mha.viz.pretrained_analysis`.
+removing heads) are in :mod:`mha.chapters.pretrained.pretrained_analysis`, its figures in
+:mod:`mha.chapters.pretrained.figures`.
 
 Shape legend: B batch, T tokens, D d_model, H heads, Dh head_dim, L layers, F d_ff.
 """

@@ -4,11 +4,11 @@ Usage: python scripts/chapter_table.py [--check]
 
 Rewrites the block between the two marker comments of ``README.md`` (:data:`BEGIN`, :data:`END`) with
 one row per chapter: the number the book shows and its title (from the chapter's source, linked), its
-part (``_toc.yml``), its label (what code calls it), its modules in ``mha/chapters/``, the ``mha/viz/``
-modules that draw its figures, and the phrasebooks of its checkers' Chinese hints
-(``mha/data/verdicts/zh_CN/``). Nothing else of the README changes. ``--check`` writes nothing and
-exits 1 when the block differs from what the map gives now (``tests/book/test_chapter_map.py`` checks the
-same).
+part (``_toc.yml``), its label (what code calls it), its topic's folder in ``mha/chapters/``, the modules
+its code uses (those of another topic by ``topic.module``), the modules that draw its figures, and the
+phrasebook of its checkers' Chinese hints (``<topic>/zh_CN.json``). Nothing else of the README changes.
+``--check`` writes nothing and exits 1 when the block differs from what the map gives now
+(``tests/book/test_chapter_map.py`` checks the same).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from mha.chapters import CHAPTERS, SHARED, Chapter  # noqa: E402
 README = ROOT / "README.md"
 BEGIN = "<!-- chapter table: written by scripts/chapter_table.py from mha.chapters.CHAPTERS; do not edit -->"
 END = "<!-- end of chapter table -->"
-PHRASEBOOKS = ROOT / "mha" / "data" / "verdicts" / "zh_CN"
 
 
 def title(chapter: Chapter) -> str:
@@ -44,19 +43,15 @@ def parts() -> dict[str, str]:
 
 
 def phrasebooks(chapter: Chapter) -> list[str]:
-    """The phrasebooks of the chapter's checkers: one per checker module, named after it or after the
-    modules' shared prefix (``pretrained.json`` serves ``pretrained_analysis``, ...)."""
-    names = {p.stem for p in PHRASEBOOKS.glob("*.json")}
-    found = []
-    for module in chapter.modules:
-        name = module if module in names else module.split("_")[0]
-        if name in names and name not in found and module not in SHARED:
-            found.append(name)
-    return [f"{name}.json" for name in found]
+    """The phrasebook of the chapter's checkers, ``zh_CN.json`` in its topic's folder, if the chapter calls a
+    checker (``.check_...(``)."""
+    calls = re.search(r"\.check_\w+\(", (ROOT / chapter.source).read_text(encoding="utf-8"))
+    return ["zh_CN.json"] if calls and (ROOT / chapter.folder / "zh_CN.json").exists() else []
 
 
-def code(names) -> str:
-    return ", ".join(f"`{n}`" for n in names) or "-"
+def code(names, topic: str = "") -> str:
+    """Module names as code, those of ``topic`` without it: ``worked``, ``heads.task``."""
+    return ", ".join(f"`{n.removeprefix(topic + '.') if topic else n}`" for n in names) or "-"
 
 
 def table() -> str:
@@ -64,18 +59,18 @@ def table() -> str:
     part_of = parts()
     rows = [
         BEGIN,
-        "| | chapter | part | label | code (`mha/chapters/`) | figures (`mha/viz/`) | Chinese hints "
-        "(`mha/data/verdicts/zh_CN/`) |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| | chapter | part | label | folder (`mha/chapters/`) | code | figures | Chinese hints |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for number, chapter in CHAPTERS.items():
         rows.append(
             f"| {number} | [{title(chapter)}]({chapter.source}) | {part_of.get(chapter.page, '-')} | "
-            f"`{chapter.label}` | {code(chapter.modules)} | {code(chapter.figures)} | {code(phrasebooks(chapter))} |"
+            f"`{chapter.label}` | [`{chapter.topic}/`]({chapter.folder}) | {code(chapter.modules, chapter.topic)} | "
+            f"{code(chapter.figures, chapter.topic)} | {code(phrasebooks(chapter))} |"
         )
     rows.append("")
     rows.append(
-        f"Shared by several chapters: {code(SHARED)}. Code names a chapter by its label "
+        f"Every checker uses {code(SHARED)}. Code names a chapter by its label "
         '(`mha.chapters.chapter("worked_example")`), never by its number.'
     )
     rows.append(END)

@@ -238,7 +238,7 @@ def _numbers(text: str) -> set[str]:
 
 
 #: The checkers' words as the intro quotes them (inline code), and as a Chinese reader sees them in
-#: every verdict (the phrasebooks of mha/data/verdicts/zh_CN): the one inline code translated.
+#: every verdict (the phrasebooks mha/chapters/<topic>/zh_CN.json): the one inline code translated.
 VERDICT_WORDS = {
     "correct": "正确",
     "close:": "接近了：",

@@ -7,10 +7,10 @@ the two greedy searches, 2 x 2,628 runs over 24 sentences)
 heads' comparison with unmatched random head sets, in the stored file; it first checks that the entries it
 shares with the stored file agree, and records its own provenance in that section)
        python scripts/make_ablation_cache.py --only controls   (about 10 minutes: the two controls of
-``mha.chapters.pretrained_controls``, 199 fresh random orders per fold and the disjoint matched sets,
+``mha.chapters.pretrained.pretrained_controls``, 199 fresh random orders per fold and the disjoint matched sets,
 stored as the ``controls`` section after the same check)
 
-Writes ``mha/data/minilm_head_ablation.json`` (``mha.chapters.pretrained_pruning.ablation_study``
+Writes ``mha/data/minilm_head_ablation.json`` (``mha.chapters.pretrained.pretrained_pruning.ablation_study``
 on the course's sentence pairs). Then it measures how far the chapter's live re-run, which computes
 in float64, lands from these float32 numbers (``live_check``): the chapter asserts that tolerance.
 """
@@ -27,9 +27,9 @@ import numpy as np
 import torch
 
 from mha import bert
-from mha.chapters import pretrained_analysis as analysis
-from mha.chapters import pretrained_controls as controls
-from mha.chapters import pretrained_pruning as pruning
+from mha.chapters.pretrained import pretrained_analysis as analysis
+from mha.chapters.pretrained import pretrained_controls as controls
+from mha.chapters.pretrained import pretrained_pruning as pruning
 from mha.provenance import provenance
 
 
@@ -76,7 +76,7 @@ def update_parking(tolerance: float) -> int:
         seeds={"random_orders": study["seeds"]["random_orders"]},
         random_sets=pruning.NUM_RANDOM_ORDERS,
         largest_difference_from_stored=float(f"{largest:.3g}"),
-        computation="CPU, float32, one thread, mha.chapters.pretrained_pruning.parking_check",
+        computation="CPU, float32, one thread, mha.chapters.pretrained.pretrained_pruning.parking_check",
         seconds=round(time.perf_counter() - start),
     )
     study["parking"] = section
@@ -85,7 +85,7 @@ def update_parking(tolerance: float) -> int:
 
 
 def update_controls(tolerance: float) -> int:
-    """Compute the stored study's ``controls`` section (``mha.chapters.pretrained_controls``)."""
+    """Compute the stored study's ``controls`` section (``mha.chapters.pretrained.pretrained_controls``)."""
     start = time.perf_counter()
     study = pruning.load_ablation_study()  # refuses a study computed on another sentence-pair file
     model, tokenizer = bert.load_model().float(), bert.load_tokenizer()
@@ -120,7 +120,7 @@ def update_controls(tolerance: float) -> int:
         test_counts=list(controls.TEST_COUNTS),
         matched_draws=controls.NUM_MATCHED_DRAWS,
         largest_difference_from_stored=float(f"{largest:.3g}"),
-        computation="CPU, float32, one thread, mha.chapters.pretrained_controls",
+        computation="CPU, float32, one thread, mha.chapters.pretrained.pretrained_controls",
         seconds=round(time.perf_counter() - start),
     )
     raw = json.loads(pruning.ABLATION_RESULTS.read_text())
@@ -161,7 +161,7 @@ def main(argv=None) -> int:
         seeds=study["seeds"],
         pruning_counts=list(pruning.pruning_counts(model.config)),
         random_orders=pruning.NUM_RANDOM_ORDERS,
-        computation="CPU, float32, one thread, mha.chapters.pretrained_pruning.ablation_study",
+        computation="CPU, float32, one thread, mha.chapters.pretrained.pretrained_pruning.ablation_study",
         seconds=round(seconds),
     )
     print(f"wrote {pruning.write_ablation_study(study)} in {seconds / 60:.1f} min")

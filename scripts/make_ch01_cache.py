@@ -5,11 +5,11 @@ Usage: python scripts/make_ch01_cache.py [--fresh] [--only grid|curves] [--reado
        [--reverse] [--out FILE] [--merge FILE]
 
 The grid: 80 runs of 1,500 Adam steps on one CPU thread (about 4 s each on an idle core, 5 min).
-The curves: 35 runs (:data:`mha.chapters.head_count.CURVE_SETTINGS` x 5 seeds), each trained once
+The curves: 35 runs (:data:`mha.chapters.heads.head_count.CURVE_SETTINGS` x 5 seeds), each trained once
 to its largest budget (6,000 to 24,000 steps) and evaluated at every budget on the way (about
 22 min). The file is rewritten after every run and runs already in it are skipped, so an
 interrupted build resumes; ``--fresh`` starts over (do that after changing anything in
-``mha/chapters/task.py`` or ``mha/chapters/head_count.py``).
+``mha/chapters/heads/task.py`` or ``mha/chapters/heads/head_count.py``).
 To use two cores: run ``--only curves --out /tmp/curves.json`` beside ``--only grid``, then
 ``--merge /tmp/curves.json`` (adds that file's runs and finishes whatever is missing).
 
@@ -17,7 +17,7 @@ Writes ``mha/data/head_count_grid.json``: the held-out accuracy of every grid ru
 chapter's main setting (r = 4, MLP readout), every head's attention map on the first held-out
 sequence, which the chapter's explorer shows; and every curve (training and held-out accuracy at
 each budget). Also writes ``mha/data/relation_model_h2_seed0.pt``,
-the trained weights that ``mha.chapters.head_count.trained_model()`` loads. The chapter re-runs two
+the trained weights that ``mha.chapters.heads.head_count.trained_model()`` loads. The chapter re-runs two
 entries live and the tests re-run one; both check them against the bands of
 ``mha/data/portability.json`` (``scripts/measure_portability.py``).
 """
@@ -31,8 +31,8 @@ from pathlib import Path
 
 import torch
 
-from mha.chapters import head_count as E
-from mha.chapters import task
+from mha.chapters.heads import head_count as E
+from mha.chapters.heads import task
 from mha.provenance import provenance
 
 CONFIG_NAMES = ("D_MODEL", "VOCAB_SIZE", "SEQ_LEN", "STEPS", "BATCH_SIZE", "LEARNING_RATE", "NUM_TRAIN", "NUM_TEST")
@@ -108,7 +108,7 @@ def main(argv: list[str]) -> int:
         curve_settings=[[r, k, h, steps] for (r, k, h), steps in E.CURVE_SETTINGS.items()],
         curve_seeds=list(E.CURVE_SEEDS),
         curve_steps=list(E.CURVE_STEPS),
-        training="CPU, one thread, float32 (mha.chapters.task.train_and_evaluate)",
+        training="CPU, one thread, float32 (mha.chapters.heads.task.train_and_evaluate)",
     )
     if path.exists() and "--fresh" not in argv:
         old = json.loads(path.read_text())

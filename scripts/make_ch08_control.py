@@ -11,7 +11,7 @@ so its failure could be the readout's or the rate's. The control trains one head
 ``E.CONTROL_STEPS`` steps, evaluated at every ``E.CONTROL_CHECKPOINTS`` on the way: 18 runs
 (34 min on a busy 2-core machine; each narrow run about 45 s on an idle core, the wide ones
 longer). What the chapter compares and what counts as solved were fixed before the first run
-(``mha.chapters.head_count``'s docstring).
+(``mha.chapters.heads.head_count``'s docstring).
 
 It also measures how one head splits its weight on r = 2 (MLP readout, the grid's seeds and
 1,500 steps): the average weight on each offset over every held-out sequence (under 1 min).
@@ -26,8 +26,8 @@ import json
 import sys
 import time
 
-from mha.chapters import head_count as E
-from mha.chapters import task
+from mha.chapters.heads import head_count as E
+from mha.chapters.heads import task
 from mha.provenance import provenance
 
 CONFIG_NAMES = ("D_MODEL", "VOCAB_SIZE", "SEQ_LEN", "BATCH_SIZE", "NUM_TRAIN", "NUM_TEST")
@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
         split_relations=E.SPLIT_RELATIONS,
         split_seeds=list(E.SPLIT_SEEDS),
         split_steps=task.STEPS,
-        training="CPU, one thread, float32 (mha.chapters.task.train_and_evaluate)",
+        training="CPU, one thread, float32 (mha.chapters.heads.task.train_and_evaluate)",
     )
     path = E.CONTROL_PATH
     cache = {"config": config, "runs": [], "splits": []}

@@ -5,7 +5,8 @@ The multi-head-math chapter shows it.
 Usage: python scripts/make_figures.py [--check]
 
 Writes ``book/images/mha_layer.svg`` (English) and ``book/images/mha_layer.zh_CN.svg`` (Chinese labels)
-from :func:`mha.viz.layer_diagram.layer_svg`. The Chinese edition shows the second file in place of the
+from :func:`mha.chapters.multi_head_math.layer_diagram.layer_svg`. The Chinese edition shows the second file in
+place of the
 first (Sphinx's ``figure_language_filename``, ``{root}.{language}{ext}``). ``--check`` writes nothing
 and exits 1 when a committed file differs from what the code draws now (``tests/book/test_layer_diagram.py``
 checks the same).
@@ -20,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mha.viz import layer_diagram  # noqa: E402
+from mha.chapters.multi_head_math import layer_diagram  # noqa: E402
 
 
 def figure_files() -> dict[Path, str]:

@@ -2,13 +2,13 @@
 
 Usage: python scripts/make_merge_results.py [--fresh]
 
-The sweeps are :data:`mha.chapters.merge_training.SWEEPS`: the four-relation task with every
+The sweeps are :data:`mha.chapters.merging.merge_training.SWEEPS`: the four-relation task with every
 strategy (the four merges and the rank-d_k concatenation) on 5 seeds to 12,000 steps; the same at
 two other learning rates on 3 seeds to 6,000 steps; the two-relation task on 5 seeds to 1,500
 steps. 80 runs on one CPU thread, each trained once to its largest budget and evaluated at every
 budget on the way (about 17 min on an idle core). The file is rewritten after every run and runs
 already in it are skipped, so an interrupted build resumes; ``--fresh`` starts over (do that after
-changing ``mha/chapters/task.py``, ``merging.py`` or ``merge_training.py``).
+changing ``mha/chapters/heads/task.py``, ``merging.py`` or ``merge_training.py``).
 
 Writes ``mha/data/merge_results.json``; the merging experiments read it and re-runs two runs live, checked
 against the bands of ``mha/data/portability.json`` (``scripts/measure_portability.py``).
@@ -20,8 +20,8 @@ import json
 import sys
 import time
 
-from mha.chapters import merge_training as M
-from mha.chapters import task as relation_task
+from mha.chapters.heads import task as relation_task
+from mha.chapters.merging import merge_training as M
 from mha.provenance import provenance
 
 
@@ -43,7 +43,7 @@ def main(argv: list[str]) -> int:
         "readout": M.READOUT,
         "d_model": relation_task.D_MODEL,
         "batch_size": relation_task.BATCH_SIZE,
-        "training": "CPU, one thread, float32 (mha.chapters.task.train_and_evaluate)",
+        "training": "CPU, one thread, float32 (mha.chapters.heads.task.train_and_evaluate)",
     }
     data = {
         "about": "the merging experiments' merge sweeps; made by scripts/make_merge_results.py",

@@ -64,10 +64,10 @@ QUICK = [EMULATIONS[0], EMULATIONS[3], {"MHA_PERTURB_SEED": "1"}]
 
 
 def perturb_initial_weights(seed: int) -> None:
-    """Make every model built by ``mha.chapters.task.make_model`` start one last bit away (see above)."""
+    """Make every model built by ``mha.chapters.heads.task.make_model`` start one last bit away (see above)."""
     import torch
 
-    from mha.chapters import head_count, task
+    from mha.chapters.heads import head_count, task
 
     build = task.make_model
     gen = torch.Generator().manual_seed(seed)
@@ -96,7 +96,7 @@ PROBES = {
 
 def resolution(name: str) -> float:
     """One scored held-out position of probe ``name``: the accuracy's step, 1 / (NUM_TEST · (SEQ_LEN - k))."""
-    from mha.chapters import task
+    from mha.chapters.heads import task
 
     k = PROBES[name][1]["num_relations"]
     return 1.0 / (task.NUM_TEST * (task.SEQ_LEN - k))
@@ -105,8 +105,8 @@ def resolution(name: str) -> float:
 def probes() -> dict:
     """Every live training number the chapters and tests check (run in this process)."""
 
-    from mha.chapters import head_count as E
-    from mha.chapters import merge_training
+    from mha.chapters.heads import head_count as E
+    from mha.chapters.merging import merge_training
 
     if os.environ.get("MHA_PERTURB_SEED"):
         perturb_initial_weights(int(os.environ["MHA_PERTURB_SEED"]))

@@ -136,7 +136,7 @@ def write_learner_notebook(source: Path, target: Path, messages: dict | None = N
 #: The first cell of a Chinese notebook: its checkers answer in Chinese, with no setting.
 LANGUAGE_CELL = {
     "zh_CN": '# 本 notebook 是中文版：检查器用中文回答（改用英文：set_language("en")）。\n'
-    "from mha.chapters.verdict_i18n import set_language\n"
+    "from mha.chapters.checking.verdict_i18n import set_language\n"
     'set_language("zh_CN")'
 }
 FENCE = ("```", "~~~")

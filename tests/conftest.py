@@ -50,7 +50,7 @@ def verdict_translation_problems(verdict) -> list[str]:
     """What is wrong with ``verdict``'s Chinese rendering (empty when nothing)."""
     from collections import Counter
 
-    from mha.chapters.verdict_i18n import english_left, width
+    from mha.chapters.checking.verdict_i18n import english_left, width
 
     english, chinese = verdict.render("en"), verdict.render("zh_CN")
     problems = [f"untranslated: {run!r}" for run in english_left(chinese)]
@@ -72,7 +72,7 @@ MADE_VERDICTS: list = []
 @pytest.fixture(autouse=True, scope="session")
 def record_verdicts():
     """Records every Verdict made during the session, module and session fixtures' ones included."""
-    from mha.chapters.answers import Verdict
+    from mha.chapters.checking.answers import Verdict
 
     original = Verdict.__init__
 
@@ -94,5 +94,6 @@ def verdicts_translate(record_verdicts):
     problems = [p for verdict in made for p in verdict_translation_problems(verdict)]
     if problems:
         pytest.fail(
-            "a verdict's Chinese rendering (mha/data/verdicts/zh_CN):\n" + "\n".join(problems[:6]), pytrace=False
+            "a verdict's Chinese rendering (mha/chapters/<topic>/zh_CN.json):\n" + "\n".join(problems[:6]),
+            pytrace=False,
         )

@@ -1,21 +1,38 @@
-"""Chapter code: the experiments, worked examples and tables behind each chapter of the book.
+"""Chapter code, by topic: the experiments, worked examples, checkers and figures behind the book.
 
-Every module computes and returns data (tensors, dicts, strings); none draws. The figures of a
-chapter live in the module of the same name in :mod:`mha.viz`. Chapter modules build on the core
-(``mha.attention``, ``mha.modules``, ...) and never import :mod:`mha.viz`, matplotlib or
-ipywidgets.
+One folder per topic (a chapter with its deep dive), each holding the topic's data modules, its figures
+(``figures.py``) and its checkers' Chinese phrasebook (``zh_CN.json``):
 
-Import a module explicitly, e.g. ``from mha.chapters import merging``; ``mha.chapters.merging``
-also works after ``import mha.chapters`` (modules load on first use).
+======================  =================================================  ================================
+folder                  what it holds                                      chapters
+======================  =================================================  ================================
+``heads``               one head's limits, the synthetic relation task     single-head limits, head-count
+                        and the head-count experiments                     experiments
+``multi_head_math``     the scaling of scores and the split into heads     multi-head math
+``worked_example``      the 5-token 2-head example, its checkers, edits    worked example
+``build_it_yourself``   the build-it-yourself steps and their diagnosis    build it yourself
+``costs``               parameter and memory counts, published configs     parameter analysis, where next
+``fast``                timings, memory and the making-it-fast exercises   making it fast
+``merging``             concat, average and the other merges, trained      merging heads, merging experiments
+``pretrained``          heads of a pretrained BERT: maps, pruning, twins   pretrained heads
+``checking``            what every checker shares: verdicts, languages     every chapter with an exercise
+======================  =================================================  ================================
 
-Which module serves which chapter: :data:`CHAPTERS` is the one map from a chapter to its page, its
-modules and the :mod:`mha.viz` modules that draw it. Code names a chapter by its **label**, the
-page's file name without its number (``chapter("worked_example").modules`` is ``worked``,
-``worked_diagnosis``, ``worked_edit``), never by the number the reader sees: that number is the
-page's file-name prefix, which the table of contents may change, and :attr:`Chapter.number` reads
-it from there. :data:`SHARED` lists the modules several chapters use. ``tests/book/test_layers.py``
-keeps the map true; ``tests/book/test_chapter_map.py`` keeps chapter numbers out of the code and the
-README's table of chapters current (``python scripts/chapter_table.py`` writes it).
+A data module computes and returns data (tensors, dicts, strings) and never draws: only a topic's
+``figures`` modules (and ``layer_diagram``) import :mod:`mha.viz`, matplotlib or ipywidgets, and
+:mod:`mha.viz` holds only the drawing machinery every topic shares. Module file names are those the
+prose uses (``worked.check_row``): import one from its topic, ``from mha.chapters.worked_example import
+worked``; ``mha.chapters.worked_example.worked`` also works after ``import mha.chapters`` (modules load on
+first use).
+
+Which code serves which chapter: :data:`CHAPTERS` is the one map from a chapter to its page, its topic,
+its modules and its figures. Code names a chapter by its **label**, the page's file name without its
+number (``chapter("worked_example").modules`` are ``worked_example.worked``, ``.worked_diagnosis`` and
+``.worked_edit``), never by the number the reader sees: that number is the page's file-name prefix, which
+the table of contents may change, and :attr:`Chapter.number` reads it from there. :data:`SHARED` lists
+the modules every checker uses. ``tests/book/test_layers.py`` keeps the map true;
+``tests/book/test_chapter_map.py`` keeps chapter numbers out of the code and the README's table of
+chapters current (``python scripts/chapter_table.py`` writes it).
 """
 
 from __future__ import annotations
@@ -25,19 +42,21 @@ from typing import NamedTuple
 
 
 class Chapter(NamedTuple):
-    """One chapter of the book: its page, the modules of this package it uses and those that draw it.
+    """One chapter of the book: its page, its topic's folder, the modules it uses and those that draw it.
 
-    ``CHAPTERS[n].page`` and ``.modules`` (also ``[0]`` and ``[1]``) are what the map held before;
-    the label and the number are read from the page's file name (``book/03_worked_example``: label
-    ``worked_example``, number 3).
+    The label and the number are read from the page's file name (``book/03_worked_example``: label
+    ``worked_example``, number 3). Modules are named under :mod:`mha.chapters`: ``"worked_example.worked"``.
     """
 
     #: The page, as ``_toc.yml`` names it: ``book/<number>_<label>``.
     page: str
-    #: The modules of :mod:`mha.chapters` the chapter's code cells import (with :data:`SHARED`).
+    #: The folder under ``mha/chapters/`` that holds the chapter's own code, figures and phrasebook.
+    topic: str
+    #: The modules the chapter's code cells import (with :data:`SHARED`), by their names under
+    #: :mod:`mha.chapters`; a module of another topic is one the chapter shares (``heads.task``).
     modules: tuple[str, ...]
-    #: The :mod:`mha.viz` modules that draw the chapter's figures and explorers (not the shared
-    #: machinery: ``plotting``, ``widgets``, ``live``, ...).
+    #: The modules that draw the chapter's figures and explorers (the shared machinery of
+    #: :mod:`mha.viz`, ``plotting``, ``widgets``, ``live``..., is not listed).
     figures: tuple[str, ...] = ()
 
     @property
@@ -55,9 +74,18 @@ class Chapter(NamedTuple):
         """The chapter's MyST source, relative to the repository: ``chapters/<number>_<label>.md``."""
         return f"chapters/{Path(self.page).name}.md"
 
+    @property
+    def folder(self) -> str:
+        """The topic's folder, relative to the repository: ``mha/chapters/<topic>/``."""
+        return f"mha/chapters/{self.topic}/"
+
 
 def _by_number(*chapters: Chapter) -> dict[int, Chapter]:
     return {c.number: c for c in chapters}
+
+
+def _in(topic: str, *names: str) -> tuple[str, ...]:
+    return tuple(f"{topic}.{name}" for name in names)
 
 
 #: Every chapter in reading order, keyed by the number the book gives it (read from its page):
@@ -65,41 +93,75 @@ def _by_number(*chapters: Chapter) -> dict[int, Chapter]:
 CHAPTERS: dict[int, Chapter] = _by_number(
     Chapter(
         "book/01_single_head_limits",
-        ("single_head", "softmax_demo", "head_count", "task"),
-        ("single_head", "softmax_demo", "head_count"),
+        "heads",
+        _in("heads", "single_head", "softmax_demo", "head_count", "task"),
+        _in("heads", "figures"),
     ),
-    Chapter("book/02_multi_head_math", ("scaling", "head_split"), ("scaling", "layer_diagram")),
-    Chapter("book/03_worked_example", ("worked", "worked_diagnosis", "worked_edit"), ("worked", "worked_edit")),
-    Chapter("book/04_build_it_yourself", ("build", "build_diagnosis", "build_reference", "build_steps")),
-    Chapter("book/05_parameter_analysis", ("configs", "config_exercises", "tables"), ("configs",)),
+    Chapter(
+        "book/02_multi_head_math",
+        "multi_head_math",
+        _in("multi_head_math", "scaling", "head_split"),
+        _in("multi_head_math", "figures", "layer_diagram"),
+    ),
+    Chapter(
+        "book/03_worked_example",
+        "worked_example",
+        _in("worked_example", "worked", "worked_diagnosis", "worked_edit"),
+        _in("worked_example", "figures"),
+    ),
+    Chapter(
+        "book/04_build_it_yourself",
+        "build_it_yourself",
+        _in("build_it_yourself", "build", "build_diagnosis", "build_reference", "build_steps"),
+    ),
+    Chapter(
+        "book/05_parameter_analysis",
+        "costs",
+        _in("costs", "configs", "config_exercises", "tables"),
+        _in("costs", "figures"),
+    ),
     Chapter(
         "book/06_merging_heads",
-        ("merging", "merge_exercises", "merge_folding", "merge_training", "role_heads"),
-        ("merging",),
+        "merging",
+        _in("merging", "merging", "merge_exercises", "merge_folding", "merge_training", "role_heads"),
+        _in("merging", "figures"),
     ),
-    Chapter("book/07_where_next", ("configs",)),
-    Chapter("book/08_head_count_experiments", ("head_count", "readout", "task"), ("head_count",)),
+    Chapter("book/07_where_next", "costs", _in("costs", "configs")),
+    Chapter(
+        "book/08_head_count_experiments",
+        "heads",
+        _in("heads", "head_count", "readout", "task"),
+        _in("heads", "figures"),
+    ),
     Chapter(
         "book/09_merging_experiments",
-        ("merging", "merge_exercises", "merge_folding", "merge_training", "task"),
-        ("merging",),
+        "merging",
+        _in("merging", "merging", "merge_exercises", "merge_folding", "merge_training", "role_heads")
+        + _in("heads", "task")
+        + _in("costs", "configs"),
+        _in("merging", "figures"),
     ),
     Chapter(
         "book/10_making_it_fast",
-        ("perf", "perf_exercises", "perf_results", "perf_stats", "configs", "models"),
-        ("perf",),
+        "fast",
+        _in("fast", "perf", "perf_exercises", "perf_results", "perf_stats")
+        + _in("costs", "configs", "models", "tables"),
+        _in("fast", "figures"),
     ),
     Chapter(
         "book/11_pretrained_heads",
-        ("pretrained_analysis", "pretrained_controls", "pretrained_pruning", "pretrained_twins", "tables"),
-        ("pretrained_analysis",),
+        "pretrained",
+        _in("pretrained", "pretrained_analysis", "pretrained_controls", "pretrained_pruning", "pretrained_twins")
+        + _in("costs", "tables"),
+        _in("pretrained", "figures"),
     ),
 )
 #: The same chapters by label: ``LABELS["worked_example"] is chapter("worked_example")``.
 LABELS: dict[str, Chapter] = {c.label: c for c in CHAPTERS.values()}
-#: Modules that serve several chapters: the checkers' verdicts (``answers``), the small models the
-#: experiments train (``models``), the synthetic task (``task``) and the printed tables (``tables``).
-SHARED = ("answers", "models", "task", "tables", "verdict_i18n")
+#: The topics, each a folder of :mod:`mha.chapters`: the chapters' topics and ``checking``.
+TOPICS = (*dict.fromkeys(c.topic for c in CHAPTERS.values()), "checking")
+#: The modules every checker uses: the verdicts (``answers``) and their languages (``verdict_i18n``).
+SHARED = _in("checking", "answers", "verdict_i18n")
 
 #: The package's data files (cached training runs, the ablation study, sentence pairs).
 DATA_DIR = Path(__file__).resolve().parents[1] / "data"
@@ -116,14 +178,22 @@ def chapter(key: str | int) -> Chapter:
     return found
 
 
-def __getattr__(name):
-    """Load a submodule on first use."""
+def submodules_on_first_use(package: str):
+    """The module ``__getattr__`` of ``package`` that imports a submodule the first time it is read, so
+    that ``mha.chapters.worked_example.worked`` works after ``import mha.chapters`` and no ``__init__``
+    imports a chapter's code before it is used."""
     import importlib
 
-    if not name.startswith("_"):
-        try:
-            return importlib.import_module(f".{name}", __name__)
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name):
+        if not name.startswith("_"):
+            try:
+                return importlib.import_module(f".{name}", package)
+            except ModuleNotFoundError as exc:
+                if exc.name != f"{package}.{name}":
+                    raise
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+__getattr__ = submodules_on_first_use(__name__)

@@ -1,12 +1,13 @@
-"""Presentation: the book's matplotlib style, every figure, and the interactive explorers.
+"""The drawing machinery every topic's figures share: the book's matplotlib style and the explorers.
 
-``plotting`` holds the style and the attention heatmaps every chapter uses; ``widgets`` the
-explorers (a live ipywidgets UI and a static HTML component); each other module draws the figures
-of the chapter module of the same name in :mod:`mha.chapters`. Only this subpackage imports
-matplotlib and ipywidgets.
+``plotting`` holds the style and the attention heatmaps every chapter uses; ``widgets`` the explorers
+(a live ipywidgets UI and a static HTML component), with ``controls``, ``frames``, ``live``, ``artists``
+and ``glyphs``; ``describe`` a figure's alt text; ``figure_i18n`` and ``phone`` a figure's Chinese twin
+and its phone rendering. The figures themselves live with their topic: ``mha/chapters/<topic>/figures.py``.
+Only this subpackage and those figures import matplotlib and ipywidgets.
 
-``import mha.viz`` imports neither: a module loads on first use (``mha.viz.merging``) or with
-``from mha.viz import merging``.
+``import mha.viz`` imports neither: a module loads on first use (``mha.viz.widgets``) or with
+``from mha.viz import widgets``.
 """
 
 from __future__ import annotations

@@ -466,8 +466,9 @@ def explorer(
 
     Example (in a cell tagged ``nbval-ignore-output``)::
 
+        from mha.chapters.heads import figures
         from mha.viz.widgets import explorer, FloatRange
-        explorer(viz.softmax_demo.TemperaturePlot(),
+        explorer(figures.TemperaturePlot(),
                  {"temperature": FloatRange(0.25, 8, grid=[0.25, 0.5, 1, 2, 4, 8], log=True)},
                  title="Softmax temperature", initial={"temperature": 1.0})
     """

@@ -8,7 +8,7 @@ import torch
 
 import mha
 from benchmarks import bench_attention, timing
-from mha.chapters import perf_results as pr
+from mha.chapters.fast import perf_results as pr
 
 
 @pytest.fixture(scope="module")

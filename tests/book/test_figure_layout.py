@@ -26,7 +26,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from mha import viz  # noqa: E402
-from mha.chapters import merge_training, perf_results  # noqa: E402
+from mha.chapters.costs import figures as costs_figures  # noqa: E402
+from mha.chapters.fast import figures as fast_figures  # noqa: E402
+from mha.chapters.fast import perf_results  # noqa: E402
+from mha.chapters.heads import figures as heads_figures  # noqa: E402
+from mha.chapters.merging import figures as merging_figures  # noqa: E402
+from mha.chapters.merging import merge_training  # noqa: E402
+from mha.chapters.pretrained import figures as pretrained_figures  # noqa: E402
 from mha.viz import layout  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -167,7 +173,7 @@ def runs():
 def test_ch10_memory_shows_every_implementation_it_names(cpu):
     viz.plotting.use_style()
     fig, ax = plt.subplots(figsize=(6.4, 4.0))  # as the making-it-fast chapter draws it
-    viz.perf.plot_memory_vs_seq_len(cpu, ax=ax)
+    fast_figures.plot_memory_vs_seq_len(cpu, ax=ax)
     assert clean(fig) == {}
     entries = [t.get_text() for t in ax.get_legend().get_texts()]
     named = [name.strip() for entry in entries for name in entry.replace("\n", " ").split(" = ")]
@@ -177,26 +183,26 @@ def test_ch10_memory_shows_every_implementation_it_names(cpu):
 
 def test_ch10_bar_labels_stand_clear_of_their_error_bars(cpu):
     for measure, seq_len in itertools.product(("forward", "forward+backward"), perf_results.seq_lens(cpu)):
-        fig = viz.perf.render_benchmark(cpu, measure, seq_len)
+        fig = fast_figures.render_benchmark(cpu, measure, seq_len)
         assert clean(fig) == {}, (measure, seq_len)
         plt.close(fig)
 
 
 def test_ch08_legend_is_off_the_curves():
-    fig = viz.head_count.plot_curve_panels()
+    fig = heads_figures.plot_curve_panels()
     assert clean(fig) == {}
     (legend,) = [ax.get_legend() for ax in fig.axes if ax.get_legend()]  # one for both panels
     assert [t.get_text() for t in legend.get_texts()] == ["h = 1", "h = 2", "h = 4", "h = 8"]
 
 
 def test_ch09_figures_keep_legends_off_the_data(runs):
-    assert clean(viz.merging.plot_merge_curves(runs)) == {}
-    assert clean(viz.merging.plot_lr_sweep(runs)) == {}
+    assert clean(merging_figures.plot_merge_curves(runs)) == {}
+    assert clean(merging_figures.plot_lr_sweep(runs)) == {}
 
 
 @pytest.mark.parametrize("steps", [1500, 12_000])
 def test_ch09_parameter_axis_spans_the_data(runs, steps):
-    fig = viz.merging.plot_merge_results(runs, steps)
+    fig = merging_figures.plot_merge_results(runs, steps)
     (ax,) = fig.axes
     low, high = layout.empty_share(ax, "x")
     assert 0 < low <= MARGIN and 0 < high <= MARGIN, (ax.get_xlim(), low, high)
@@ -206,7 +212,7 @@ def test_ch09_parameter_axis_spans_the_data(runs, steps):
 
 def test_ch11_margin_labels_overlap_nothing():
     from mha import bert
-    from mha.chapters import pretrained_analysis
+    from mha.chapters.pretrained import pretrained_analysis
 
     try:
         folder = bert.model_dir()
@@ -214,22 +220,22 @@ def test_ch11_margin_labels_overlap_nothing():
         pytest.skip(str(exc))
     model = bert.load_model(folder).double()  # as the pretrained-heads chapter runs it
     twins = pretrained_analysis.it_resolution(model, bert.load_tokenizer(folder))
-    fig = viz.pretrained_analysis.plot_it_margins(twins)
+    fig = pretrained_figures.plot_it_margins(twins)
     assert clean(fig) == {}
     labels = [t.get_text() for t in fig.axes[0].texts if t.get_text().startswith("L")]
     assert {"L5H5", "L6H4", "L4H2", "L6H12"} <= set(labels)
 
 
-KV_FRAMES = list(itertools.product(*viz.configs.KV_CONTROLS.values()))
+KV_FRAMES = list(itertools.product(*costs_figures.KV_CONTROLS.values()))
 
 
 @pytest.mark.parametrize("values", KV_FRAMES, ids=["-".join(map(str, v)) for v in KV_FRAMES])
 def test_ch05_kv_frames_keep_the_note_and_legend_off_the_lines(values):
-    assert clean(viz.configs.render_kv(*values)) == {}
+    assert clean(costs_figures.render_kv(*values)) == {}
 
 
 def test_ch05_kv_live_figure_keeps_the_note_off_the_lines():
-    plot = viz.configs.KVPlot()
+    plot = costs_figures.KVPlot()
     fig = plot.draw()
     for batch_size in (1, 3, 17, 64):  # the live slider runs 1 to 64
         for g, layers in ((1, 32), (32, 80)):

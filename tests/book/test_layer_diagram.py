@@ -13,7 +13,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 import mha  # noqa: E402
-from mha.viz import layer_diagram  # noqa: E402
+from mha.chapters.multi_head_math import layer_diagram  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = ROOT / "chapters" / "02_multi_head_math.md"

@@ -5,8 +5,8 @@
 * no module is longer than 500 lines;
 * ``mha.chapters.CHAPTERS`` maps each chapter to its page, modules and figures, truly.
 
-The layers themselves (the core below ``mha.chapters`` below ``mha.viz``, only ``mha.viz`` drawing,
-no import cycles) are import-linter's contracts in ``pyproject.toml``, checked by ``make lint``
+The layers themselves (the core below ``mha.viz`` below ``mha.chapters``, only ``mha.viz`` and the
+topics' figures drawing, no import cycles) are import-linter's contracts in ``pyproject.toml``, checked by ``make lint``
 (``lint-imports``). The private-name check is a plain function of ``{module name: source}``, so a
 test feeds it a small made-up package and shows that it fails when it should.
 """
@@ -24,7 +24,7 @@ MAX_LINES = 500
 
 
 def package_sources(root: Path = ROOT) -> dict[str, str]:
-    """``{"mha.chapters.task": source, ...}`` for every module of the package (``mha`` for __init__)."""
+    """``{"mha.chapters.heads.task": source, ...}`` for every module of the package (``mha`` for __init__)."""
     sources = {}
     for path in sorted(root.rglob("*.py")):
         parts = (root.name, *path.relative_to(root).with_suffix("").parts)
@@ -98,7 +98,7 @@ SOURCES = package_sources()
 
 
 def test_no_module_imports_a_private_name_from_another():
-    assert {"mha", "mha.modules", "mha.bert", "mha.chapters.task", "mha.viz.widgets"} <= set(SOURCES)
+    assert {"mha", "mha.modules", "mha.bert", "mha.chapters.heads.task", "mha.viz.widgets"} <= set(SOURCES)
     assert private_imports(SOURCES) == []
 
 
@@ -131,54 +131,77 @@ def test_the_private_name_check_catches_a_made_up_package():
     ]
 
 
-#: ``from mha.chapters import a, b as c`` or ``mha.chapters.a`` in a chapter's code cells.
-CHAPTER_IMPORT = re.compile(r"from mha\.chapters import ([\w ,]+)|mha\.chapters\.(\w+)")
+#: A module of a topic in a chapter's code cells: ``from mha.chapters.<topic> import a, b as c`` (also in
+#: parentheses), ``from mha.chapters.<topic>.<module> import ...`` or ``mha.chapters.<topic>.<module>``.
+TOPIC_IMPORT = re.compile(
+    r"from mha\.chapters\.(\w+) import (\([^)]*\)|[\w ,]+)"
+    r"|from mha\.chapters\.(\w+)\.(\w+) import"
+    r"|mha\.chapters\.(\w+)\.(\w+)"
+)
 
 
 def chapter_imports(source: str) -> set[str]:
+    """The modules of :mod:`mha.chapters` that ``source`` imports, as ``"topic.module"``."""
     found = set()
-    for names, dotted in CHAPTER_IMPORT.findall(source):
-        found |= {n.split(" as ")[0].strip() for n in names.split(",") if n.strip()} if names else {dotted}
+    for topic, names, topic2, module2, topic3, module3 in TOPIC_IMPORT.findall(source):
+        if topic:
+            parts = names.strip("()").replace("\n", " ").split(",")
+            found |= {
+                f"{topic}.{n.split(' as ')[0].strip()}" for n in parts if n.strip() and not n.strip().startswith("#")
+            }
+        else:
+            found.add(f"{topic2}.{module2}" if topic2 else f"{topic3}.{module3}")
     return found
 
 
-#: ``from mha.viz import x``, ``from mha.viz.x import ...`` or ``viz.x`` in a chapter's code cells.
-VIZ_IMPORT = re.compile(r"from mha\.viz import ([\w ,]+)|(?:mha\.)?viz\.(\w+)")
-
-
 def test_a_chapters_code_is_found_from_its_number():
-    """``mha.chapters.CHAPTERS`` maps each chapter to its page, modules and figures, truly: a newcomer
-    finds a chapter's code from the number the page shows, and code finds it by the chapter's label."""
-    from mha.chapters import CHAPTERS, LABELS, SHARED, chapter
+    """``mha.chapters.CHAPTERS`` maps each chapter to its page, topic, modules and figures, truly: a
+    newcomer finds a chapter's code from the number the page shows, and code finds it by its label."""
+    from mha.chapters import CHAPTERS, LABELS, SHARED, TOPICS, chapter
 
-    modules = {p.stem for p in (ROOT / "chapters").glob("*.py") if p.stem != "__init__"}
+    found = {f"{p.parent.name}.{p.stem}" for p in (ROOT / "chapters").glob("*/*.py") if p.stem != "__init__"}
+    drawing = {m for m in found if m.endswith((".figures", ".layer_diagram"))}
     listed = {m for c in CHAPTERS.values() for m in c.modules} | set(SHARED)
-    assert listed == modules, f"unlisted: {sorted(modules - listed)}; listed but missing: {sorted(listed - modules)}"
+    assert listed == found - drawing, f"unlisted: {sorted(found - drawing - listed)}; missing: {sorted(listed - found)}"
+    figures = {m for c in CHAPTERS.values() for m in c.figures}
+    assert figures == drawing, (sorted(figures - drawing), sorted(drawing - figures))
+    assert sorted(TOPICS) == sorted(p.name for p in (ROOT / "chapters").iterdir() if (p / "__init__.py").exists())
     pages = sorted(p.stem for p in (ROOT.parent / "chapters").glob("[0-9][0-9]_*.md"))
     assert [Path(c.page).name for c in CHAPTERS.values()] == pages
     assert sorted(CHAPTERS) == list(range(1, len(pages) + 1))
     assert len(LABELS) == len(CHAPTERS)
-    drawing = {p.stem for p in (ROOT / "viz").glob("*.py")}
-    figures = {m for c in CHAPTERS.values() for m in c.figures}
-    assert figures <= drawing, sorted(figures - drawing)
-    for number, found in CHAPTERS.items():
-        assert chapter(found.label) is chapter(number) is found and found.number == number
-        source = ROOT.parent / found.source
-        assert Path(found.page).name == f"{number:02d}_{found.label}" and source.exists(), (number, found.page)
-        text = source.read_text(encoding="utf-8")
-        used = chapter_imports(text)
-        assert used <= set(found.modules) | set(SHARED), f"{found.label} also uses {sorted(used - set(found.modules))}"
-        drawn = {n.strip() for names, one in VIZ_IMPORT.findall(text) for n in (names.split(",") if names else [one])}
-        assert drawn & figures <= set(found.figures), f"{found.label} also draws with {sorted(drawn & figures)}"
+    for number, found_chapter in CHAPTERS.items():
+        c = found_chapter
+        assert chapter(c.label) is chapter(number) is c and c.number == number
+        source = ROOT.parent / c.source
+        assert Path(c.page).name == f"{number:02d}_{c.label}" and source.exists(), (number, c.page)
+        assert (ROOT.parent / c.folder).is_dir() and all(m.startswith(c.topic + ".") for m in c.figures), c
+        used = chapter_imports(source.read_text(encoding="utf-8"))
+        own = set(c.modules) | set(SHARED)
+        assert used - drawing <= own, f"{c.label} also uses {sorted(used - drawing - own)}"
+        assert used & drawing <= set(c.figures), f"{c.label} also draws with {sorted(used & drawing - set(c.figures))}"
         # every module listed draws something the page shows (layer_diagram: its SVG, scripts/make_figures.py)
-        assert set(found.figures) - drawn <= {"layer_diagram"}, (found.label, sorted(set(found.figures) - drawn))
-    assert chapter("worked_example").modules == ("worked", "worked_diagnosis", "worked_edit")
-    page, names = CHAPTERS[chapter("parameter_analysis").number][:2]  # the pair the map held before
-    assert page == "book/05_parameter_analysis" and names == ("configs", "config_exercises", "tables")
+        assert set(c.figures) - used <= {"multi_head_math.layer_diagram"}, (c.label, sorted(set(c.figures) - used))
+    assert chapter("worked_example").modules == tuple(
+        f"worked_example.{m}" for m in ("worked", "worked_diagnosis", "worked_edit")
+    )
+    assert chapter("parameter_analysis").folder == "mha/chapters/costs/"
     with pytest.raises(KeyError, match="no chapter 'chapter_4'; known: single_head_limits, "):
         chapter("chapter_4")
 
 
 def test_chapter_import_finder():
-    text = "from mha.chapters import worked, worked_edit as we\nx = mha.chapters.tables.f()\n"
-    assert chapter_imports(text) == {"worked", "worked_edit", "tables"}
+    text = (
+        "from mha.chapters.worked_example import worked, worked_edit as we\n"
+        "from mha.chapters.merging import (\n    merge_folding,\n    merging,\n)\n"
+        "from mha.chapters.heads.task import make_task\nx = mha.chapters.costs.tables.f()\n"
+        "from mha.chapters import chapter\n"
+    )
+    assert chapter_imports(text) == {
+        "worked_example.worked",
+        "worked_example.worked_edit",
+        "merging.merge_folding",
+        "merging.merging",
+        "heads.task",
+        "costs.tables",
+    }

@@ -34,7 +34,7 @@ import re
 import pytest
 from test_browser import BUILD, EDITIONS, ROOT, browser, server, toc_pages  # noqa: F401 (fixtures)
 
-from mha.chapters.verdict_i18n import english_left
+from mha.chapters.checking.verdict_i18n import english_left
 from tests.zh_CN.zh_text import (  # noqa: F401 (shared with the browser-free tests of the outputs)
     ALLOWED_WORDS,
     BESIDE,

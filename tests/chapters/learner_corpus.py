@@ -1831,7 +1831,7 @@ def dec_inplace_q(q_new, k_new, v_new, k_cache, v_cache):
 
 def run_checker(entry: Entry):
     """The chapter checker's Verdict for ``entry``."""
-    from mha.chapters import build, build_steps
+    from mha.chapters.build_it_yourself import build, build_steps
 
     impl = entry.impl
     if entry.step == "attention":

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mha.chapters import build_steps
+from mha.chapters.build_it_yourself import build_steps
 
 
 def said(verdict) -> str:

@@ -11,10 +11,10 @@ from conftest import randn
 from torch import nn
 
 import mha
-from mha import viz
-from mha.chapters import config_exercises as X
-from mha.chapters import configs as C
-from mha.chapters import tables
+from mha.chapters.costs import config_exercises as X
+from mha.chapters.costs import configs as C
+from mha.chapters.costs import figures as costs_figures
+from mha.chapters.costs import tables
 
 ALL_CONFIGS = C.CLASSIC_CONFIGS + C.LLAMA2_CONFIGS
 
@@ -356,12 +356,12 @@ def test_calculator():
 def test_explorer_grids_are_small_and_valid():
     from mha.viz.widgets import frame_count, grid
 
-    for controls in (viz.configs.COST_CONTROLS, viz.configs.KV_CONTROLS):
+    for controls in (costs_figures.COST_CONTROLS, costs_figures.KV_CONTROLS):
         assert frame_count(controls) <= 30
-    for values in grid(viz.configs.COST_CONTROLS):
+    for values in grid(costs_figures.COST_CONTROLS):
         assert values["d_model"] % values["num_heads"] == 0
-        assert "parameters" in viz.configs.cost_alt(**values)
-    for values in grid(viz.configs.KV_CONTROLS):
+        assert "parameters" in costs_figures.cost_alt(**values)
+    for values in grid(costs_figures.KV_CONTROLS):
         assert C.KV_EXPLORER_MODEL["num_heads"] % values["num_kv_heads"] == 0
         v = C.kv_explorer_values(**values)
         assert v["at_32k"] == 32768 * v["per_token"] and v["at_4k"] == 4096 * v["per_token"]
@@ -373,7 +373,7 @@ def test_explorer_grids_are_small_and_valid():
             C.BYTES_PER_ELEMENT[values["precision"]],
             values["batch_size"],
         )
-        assert f"{v['max_context']} tokens" in viz.configs.kv_alt(**values)
+        assert f"{v['max_context']} tokens" in costs_figures.kv_alt(**values)
 
 
 def test_render_functions_return_figures():
@@ -381,10 +381,10 @@ def test_render_functions_return_figures():
     from matplotlib.figure import Figure
 
     figs = [
-        viz.configs.render_cost(768, 4, 2048),
-        viz.configs.render_kv(8, 32, 1, "fp16"),
-        viz.configs.plot_flops_vs_seq_len(768, 12, [64, 1024, 8192], mark=1024),
-        viz.configs.plot_gqa_sweep(C.gqa_sweep(64, 8, 2, 10), title="sweep"),
+        costs_figures.render_cost(768, 4, 2048),
+        costs_figures.render_kv(8, 32, 1, "fp16"),
+        costs_figures.plot_flops_vs_seq_len(768, 12, [64, 1024, 8192], mark=1024),
+        costs_figures.plot_gqa_sweep(C.gqa_sweep(64, 8, 2, 10), title="sweep"),
     ]
     try:
         for fig in figs:
@@ -421,9 +421,9 @@ def test_chapter_tables():
 
 @pytest.mark.slow  # precomputes every frame of both explorers: about 8 s on 2 cores
 def test_chapter_explorers_open_on_the_chapters_cases():
-    cost, kv = viz.configs.cost_explorer(), viz.configs.kv_explorer()
-    assert viz.configs.COST_EXPLORER_TEXT["title"] in cost.html
-    assert viz.configs.KV_EXPLORER_TEXT["title"] in kv.html
+    cost, kv = costs_figures.cost_explorer(), costs_figures.kv_explorer()
+    assert costs_figures.COST_EXPLORER_TEXT["title"] in cost.html
+    assert costs_figures.KV_EXPLORER_TEXT["title"] in kv.html
 
 
 @pytest.mark.parametrize(
@@ -555,13 +555,13 @@ def test_check_max_kv_heads():
 
 def test_explorers_open_on_the_case_the_text_discusses():
     """An explorer opens on the case the text discusses, and its sliders grow to the right."""
-    for controls in (viz.configs.COST_CONTROLS, viz.configs.KV_CONTROLS):
+    for controls in (costs_figures.COST_CONTROLS, costs_figures.KV_CONTROLS):
         for values in controls.values():
             assert isinstance(values[0], str) or values == sorted(values), values
-    opening_cost = dict(viz.configs.COST_INITIAL)
+    opening_cost = dict(costs_figures.COST_INITIAL)
     gpt2 = C.config("GPT-2 small")
     assert opening_cost == {"d_model": gpt2.d_model, "num_heads": gpt2.num_heads, "seq_len": gpt2.train_context}
-    opening_kv = dict(viz.configs.KV_INITIAL)
+    opening_kv = dict(costs_figures.KV_INITIAL)
     llama = C.config("Llama-2-7B")
     assert opening_kv == {
         "num_kv_heads": llama.kv_heads,
@@ -570,7 +570,7 @@ def test_explorers_open_on_the_case_the_text_discusses():
         "precision": "fp16",
     }
     values = C.kv_explorer_values(**opening_kv)
-    assert values["max_context"] == 6_144 <= viz.configs.KV_EXPLORER_MAX_LEN  # the crossing is on the axis
+    assert values["max_context"] == 6_144 <= costs_figures.KV_EXPLORER_MAX_LEN  # the crossing is on the axis
     assert values["max_context"] != C.kv_explorer_values(**{**opening_kv, "batch_size": 1})["max_context"]
     # not a flat line: the opening cache reaches the budget within the plotted range
-    assert viz.configs.KV_EXPLORER_MAX_LEN * values["per_token"] > C.KV_EXPLORER_MODEL["budget_bytes"]
+    assert costs_figures.KV_EXPLORER_MAX_LEN * values["per_token"] > C.KV_EXPLORER_MODEL["budget_bytes"]

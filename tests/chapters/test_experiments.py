@@ -7,11 +7,12 @@ import torch
 from conftest import skip_or_fail
 
 import mha
-from mha import provenance, viz
-from mha.chapters import head_count as E
-from mha.chapters import readout as R
-from mha.chapters import single_head
-from mha.chapters import task as relation_task
+from mha import provenance
+from mha.chapters.heads import figures as heads_figures
+from mha.chapters.heads import head_count as E
+from mha.chapters.heads import readout as R
+from mha.chapters.heads import single_head
+from mha.chapters.heads import task as relation_task
 
 # ---------------------------------------------------------------- the task
 
@@ -373,10 +374,10 @@ def test_figures():
     import matplotlib.pyplot as plt
 
     for fig in (
-        viz.single_head.render_split(0.2),
-        viz.head_count.render_head_maps(8, seed=2),
-        viz.head_count.plot_accuracy_vs_heads(),
-        viz.head_count.plot_grid("linear"),
+        heads_figures.render_split(0.2),
+        heads_figures.render_head_maps(8, seed=2),
+        heads_figures.plot_accuracy_vs_heads(),
+        heads_figures.plot_grid("linear"),
     ):
         assert isinstance(fig, matplotlib.figure.Figure) and fig.axes
         assert all(ax.get_title() for ax in fig.axes if ax.get_visible() and ax.axison)
@@ -390,8 +391,8 @@ def test_accuracy_vs_heads_readouts():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    both = viz.head_count.plot_accuracy_vs_heads(4)
-    mlp_only = viz.head_count.plot_accuracy_vs_heads(4, readouts=("mlp",))
+    both = heads_figures.plot_accuracy_vs_heads(4)
+    mlp_only = heads_figures.plot_accuracy_vs_heads(4, readouts=("mlp",))
     labels = [[t.get_text() for t in fig.axes[0].get_legend().get_texts()] for fig in (both, mlp_only)]
     assert labels == [["MLP readout (3 seeds)", "linear readout (1 seed)"], ["MLP readout (3 seeds)"]]
     assert mlp_only.axes[0].get_title() == "Copying r = 4 tokens at once, after 1,500 steps"  # budget named
@@ -399,7 +400,7 @@ def test_accuracy_vs_heads_readouts():
     plt.close("all")
     for bad in ((), ("lstm",)):
         with pytest.raises(ValueError, match="readouts must be"):
-            viz.head_count.plot_accuracy_vs_heads(4, readouts=bad)
+            heads_figures.plot_accuracy_vs_heads(4, readouts=bad)
 
 
 # ---------------------------------------------------------------- exercise checkers
@@ -542,7 +543,7 @@ def test_readable_relations_errors():
 def test_printed_sources_fit_the_page():
     import inspect
 
-    from mha.chapters.task import RelationModel
+    from mha.chapters.heads.task import RelationModel
 
     assert max(len(line) for line in inspect.getsource(RelationModel.forward).splitlines()) <= 74
 
@@ -580,9 +581,9 @@ def test_curve_figures():
     import matplotlib.pyplot as plt
 
     for fig in (
-        viz.head_count.plot_learning_curves(4),
-        viz.head_count.plot_learning_curves(2, readout="linear"),
-        viz.head_count.plot_grids(),
+        heads_figures.plot_learning_curves(4),
+        heads_figures.plot_learning_curves(2, readout="linear"),
+        heads_figures.plot_grids(),
     ):
         assert isinstance(fig, matplotlib.figure.Figure)
         assert all(ax.get_title() and ax.get_xlabel() for ax in fig.axes)
@@ -591,10 +592,10 @@ def test_curve_figures():
         shown += [text for ax in fig.axes for text in (ax.get_title(), ax.get_xlabel(), ax.get_ylabel())]
         assert not [text for text in shown if re.search(r"\bk\b", text)], shown
         plt.close(fig)
-    curves = viz.head_count.plot_learning_curves(4)
+    curves = heads_figures.plot_learning_curves(4)
     assert curves.axes[0].get_title() == "r = 4 relations, MLP readout"
     assert curves.axes[0].get_ylabel() == "accuracy (all r answers right)"
-    grids = viz.head_count.plot_grids()
+    grids = heads_figures.plot_grids()
     assert [ax.get_ylabel() for ax in grids.axes] == ["relations r", "relations r"]
     assert grids.get_suptitle() == "Held-out accuracy after 1,500 steps (all r answers right)"
     plt.close("all")

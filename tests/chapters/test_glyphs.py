@@ -10,10 +10,10 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 
+from mha.chapters.worked_example.figures import WorkedPlot  # noqa: E402
 from mha.viz import glyphs  # noqa: E402
 from mha.viz.glyphs import GlyphCanvas, GlyphRenderer  # noqa: E402
 from mha.viz.live import Painter  # noqa: E402
-from mha.viz.worked import WorkedPlot  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not glyphs.SUPPORTED, reason="this matplotlib lacks the private parts the cache uses")
 

@@ -17,25 +17,18 @@ import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from mha import bert  # noqa: E402
-from mha.chapters import (  # noqa: E402
-    perf_results,  # noqa: E402
-    worked,
-    worked_edit,
-)
-from mha.chapters import pretrained_analysis as P  # noqa: E402
-from mha.chapters import pretrained_twins as TW  # noqa: E402
-from mha.viz import (  # noqa: E402
-    configs,
-    head_count,
-    merging,
-    perf,
-    scaling,
-    single_head,
-    widgets,  # noqa: E402
-)
-from mha.viz import pretrained_analysis as VP  # noqa: E402
-from mha.viz import worked as VW  # noqa: E402
-from mha.viz import worked_edit as VE  # noqa: E402
+from mha.chapters.costs import figures as costs_figures  # noqa: E402
+from mha.chapters.fast import figures as fast_figures  # noqa: E402
+from mha.chapters.fast import perf_results  # noqa: E402
+from mha.chapters.heads import figures as heads_figures  # noqa: E402
+from mha.chapters.merging import figures as merging_figures  # noqa: E402
+from mha.chapters.multi_head_math import figures as multi_head_math_figures  # noqa: E402
+from mha.chapters.pretrained import figures as pretrained_figures  # noqa: E402
+from mha.chapters.pretrained import pretrained_analysis as P  # noqa: E402
+from mha.chapters.pretrained import pretrained_twins as TW  # noqa: E402
+from mha.chapters.worked_example import figures as worked_example_figures  # noqa: E402
+from mha.chapters.worked_example import worked, worked_edit  # noqa: E402
+from mha.viz import widgets  # noqa: E402
 from mha.viz.controls import Choice, FloatRange, Text  # noqa: E402
 from mha.viz.frames import canvas_png  # noqa: E402
 from mha.viz.live import Painter, updates_in_place  # noqa: E402
@@ -66,25 +59,29 @@ def fresh(plot, values) -> np.ndarray:
 #: from a new figure: 0 where the layout is fixed; a little where a new figure's tight_layout
 #: would move a margin for longer tick labels, which an in-place update keeps where it was).
 CASES = {
-    "ch01 split": (single_head.SplitPlot(), [{"split": s} for s in (0.0, 0.5, 0.37, 1.0)], 0.0),
+    "ch01 split": (heads_figures.SplitPlot(), [{"split": s} for s in (0.0, 0.5, 0.37, 1.0)], 0.0),
     "ch01 head maps": (
-        head_count.HeadMaps(),
+        heads_figures.HeadMaps(),
         [{"num_heads": h, "seed": s} for h, s in ((1, 0), (1, 2), (4, 0), (4, 1), (1, 0))],
         0.15,
     ),
     "ch02 scaling": (
-        scaling.ScalingPlot(),
+        multi_head_math_figures.ScalingPlot(),
         [{"d_k": d, "scale": s} for d, s in ((4, "1 (no scaling)"), (4, "1/d_k"), (1000, "1/√d_k"), (4, "1/√d_k"))],
         0.1,
     ),
-    "ch02 split heads": (scaling.HeadSplitPlot(), [{"num_heads": h} for h in (1, 12, 3, 4, 6, 2, 1)], 0.0),
+    "ch02 split heads": (
+        multi_head_math_figures.HeadSplitPlot(),
+        [{"num_heads": h} for h in (1, 12, 3, 4, 6, 2, 1)],
+        0.0,
+    ),
     "ch03 explorer": (
-        VW.WorkedPlot(),
+        worked_example_figures.WorkedPlot(),
         [{"dog_type": d, "temperature": t} for d, t in (("noun", 1), ("verb", 1), ("none", 0.37), ("det", 2.0))],
         0.0,
     ),
     "ch03 own example": (
-        VE.SentenceExample(),
+        worked_example_figures.SentenceExample(),
         [
             {"tokens": w, "temperature": t}
             for w, t in (("the cat saw the dog", 1), ("the dog the cat saw", 0.5), ("a cat bit a mouse", 1.7))
@@ -92,12 +89,12 @@ CASES = {
         0.0,
     ),
     "ch04 cost": (
-        configs.CostPlot(),
+        costs_figures.CostPlot(),
         [{"d_model": 768, "num_heads": 12, "seq_len": n} for n in (1024, 64, 30000, 4608)],
         0.0,
     ),
     "ch04 kv": (
-        configs.KVPlot(),
+        costs_figures.KVPlot(),
         [
             {"num_kv_heads": g, "num_layers": 32, "batch_size": b, "precision": "fp16"}
             for g, b in ((32, 1), (8, 1), (1, 1), (32, 40), (32, 1))
@@ -105,7 +102,7 @@ CASES = {
         0.1,
     ),
     "ch05 merge": (
-        merging.MergePlot(),
+        merging_figures.MergePlot(),
         [
             {"merge": m, "sentence": s}
             for m, s in (("average", "cat chases mouse"), ("gated", "mouse chases cat"), ("concat", "dog chases mouse"))
@@ -113,7 +110,7 @@ CASES = {
         0.01,
     ),
     "ch06 stored benchmark": (
-        perf.StoredBenchmark(perf_results.load_results(ROOT / "benchmarks" / "results" / "cpu.json")[0]),
+        fast_figures.StoredBenchmark(perf_results.load_results(ROOT / "benchmarks" / "results" / "cpu.json")[0]),
         [{"measure": m, "seq_len": t} for m, t in (("forward", 512), ("forward+backward", 128), ("forward", 512))],
         0.0,
     ),
@@ -137,15 +134,21 @@ def test_an_update_in_place_looks_like_a_new_figure(name):
 
 def test_draw_is_the_chapters_plot_function():
     pairs = [
-        (single_head.SplitPlot().draw(split=0.3), single_head.render_split(0.3)),
-        (head_count.HeadMaps().draw(num_heads=2, seed=1), head_count.render_head_maps(2, 1)),
-        (scaling.ScalingPlot().draw(d_k=16, scale="1/d_k"), scaling.render_scaling(16, "1/d_k")),
-        (VW.WorkedPlot().draw(dog_type="verb", temperature=0.5), VW.render_explorer("verb", 0.5)),
-        (configs.CostPlot().draw(768, 3, 4608), configs.render_cost(768, 3, 4608)),
-        (configs.KVPlot().draw(8, 80, 8, "8-bit"), configs.render_kv(8, 80, 8, "8-bit")),
+        (heads_figures.SplitPlot().draw(split=0.3), heads_figures.render_split(0.3)),
+        (heads_figures.HeadMaps().draw(num_heads=2, seed=1), heads_figures.render_head_maps(2, 1)),
         (
-            merging.MergePlot().draw("weighted", "dog chases mouse"),
-            merging.plot_merge_example("weighted", "dog chases mouse"),
+            multi_head_math_figures.ScalingPlot().draw(d_k=16, scale="1/d_k"),
+            multi_head_math_figures.render_scaling(16, "1/d_k"),
+        ),
+        (
+            worked_example_figures.WorkedPlot().draw(dog_type="verb", temperature=0.5),
+            worked_example_figures.render_explorer("verb", 0.5),
+        ),
+        (costs_figures.CostPlot().draw(768, 3, 4608), costs_figures.render_cost(768, 3, 4608)),
+        (costs_figures.KVPlot().draw(8, 80, 8, "8-bit"), costs_figures.render_kv(8, 80, 8, "8-bit")),
+        (
+            merging_figures.MergePlot().draw("weighted", "dog chases mouse"),
+            merging_figures.plot_merge_example("weighted", "dog chases mouse"),
         ),
     ]
     for a, b in pairs:
@@ -154,13 +157,13 @@ def test_draw_is_the_chapters_plot_function():
 
 
 def test_the_split_title_keeps_the_books_decimals():
-    assert single_head._split_text(0.5) == "0.5" and single_head._split_text(0.0) == "0.0"
-    assert single_head._split_text(0.37) == "0.37"
+    assert heads_figures._split_text(0.5) == "0.5" and heads_figures._split_text(0.0) == "0.0"
+    assert heads_figures._split_text(0.37) == "0.37"
 
 
 def test_other_layouts_are_drawn_ahead_and_then_updated_in_place():
     ex = widgets.Explorer(
-        head_count.HeadMaps(), {"num_heads": [1, 2, 4, 8], "seed": [0, 1, 2]}, title="Maps", mode="live"
+        heads_figures.HeadMaps(), {"num_heads": [1, 2, 4, 8], "seed": [0, 1, 2]}, title="Maps", mode="live"
     )
     view = ex.view
     assert list(ex.painter.figures) == [1] and [v["num_heads"] for v in ex.painter.pending] == [2, 4, 8]
@@ -174,7 +177,7 @@ def test_other_layouts_are_drawn_ahead_and_then_updated_in_place():
 
 
 def test_a_figure_without_layouts_plans_nothing():
-    painter = Painter(scaling.HeadSplitPlot(), "split")
+    painter = Painter(multi_head_math_figures.HeadSplitPlot(), "split")
     assert painter.plan_warm({"num_heads": Choice([1, 2])}, {"num_heads": 1}) == 0
     assert painter.warm_step() is False
 
@@ -207,7 +210,7 @@ def test_bad_words_get_one_line_naming_the_problem(tokens, error, match):
 
 def test_a_bad_sentence_in_the_live_box_shows_a_message_and_keeps_the_figure():
     ex = widgets.Explorer(
-        VE.SentenceExample(),
+        worked_example_figures.SentenceExample(),
         {"tokens": Text("the cat saw the dog"), "temperature": FloatRange(0.1, 2, 0.01, grid=[1])},
         title="Own",
         mode="live",
@@ -235,9 +238,9 @@ def model_and_tokenizer():
 def test_your_own_sentence_runs_the_model_and_updates_in_place(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
     twins = P.it_resolution(model, tokenizer)
-    plot = VP.twin_sentence_heads(model, tokenizer, twins)
+    plot = pretrained_figures.twin_sentence_heads(model, tokenizer, twins)
     tired = P.TWIN_SENTENCES["tired"]
-    book = VP.layer_explorer(twins)(layer=2, sentence="tired")  # the book's frame, as before
+    book = pretrained_figures.layer_explorer(twins)(layer=2, sentence="tired")  # the book's frame, as before
     plt.close("all")
     assert np.array_equal(pixels(canvas_png(plot.draw(layer=2, sentence=tired))), pixels(canvas_png(book)))
     long = "The old fisherman told his grandson a long story about the storm that sank the boat last winter"
@@ -266,6 +269,6 @@ def test_a_bad_sentence_is_refused_with_one_line(model_and_tokenizer, sentence, 
 
 def test_a_bad_layer_is_refused(model_and_tokenizer):
     model, tokenizer = model_and_tokenizer
-    plot = VP.SentenceHeads(model, tokenizer)
+    plot = pretrained_figures.SentenceHeads(model, tokenizer)
     with pytest.raises(ValueError, match="layer must be a layer number 1..6, found 7"):
         plot.draw(layer=7, sentence="A cat sat.")

@@ -3,12 +3,13 @@
 import pytest
 import torch
 
-from mha import provenance, viz
-from mha.chapters import merge_exercises as X
-from mha.chapters import merge_training as M
-from mha.chapters import merging
-from mha.chapters import task as relation_task
-from mha.chapters.merging import STRATEGIES
+from mha import provenance
+from mha.chapters.heads import task as relation_task
+from mha.chapters.merging import figures as merging_figures
+from mha.chapters.merging import merge_exercises as X
+from mha.chapters.merging import merge_training as M
+from mha.chapters.merging import merging
+from mha.chapters.merging.merging import STRATEGIES
 
 # ---------------------------------------------------------------- the experiment
 
@@ -163,14 +164,14 @@ def test_figures(runs):
     import matplotlib.pyplot as plt
 
     for fig in (
-        viz.merging.plot_merge_curves(runs),
-        viz.merging.plot_lr_sweep(runs),
-        viz.merging.plot_merge_results(runs, 12_000),
+        merging_figures.plot_merge_curves(runs),
+        merging_figures.plot_lr_sweep(runs),
+        merging_figures.plot_merge_results(runs, 12_000),
     ):
         assert isinstance(fig, matplotlib.figure.Figure)
         assert all(ax.get_title() for ax in fig.axes if ax.axison)
         plt.close(fig)
-    fig = viz.merging.plot_merge_results(runs, 1500)
+    fig = merging_figures.plot_merge_results(runs, 1500)
     # the x axis spans the models' sizes (not from zero, so that the markers stand apart) and says so
     assert fig.axes[0].get_xlim()[0] > 0 and "does not start at 0" in fig.axes[0].get_xlabel()
     plt.close(fig)

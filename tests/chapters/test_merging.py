@@ -8,9 +8,9 @@ from torch import nn
 from torch.utils.flop_counter import FlopCounterMode
 
 import mha
-from mha import viz
-from mha.chapters import merge_exercises, merge_folding, merging, role_heads
-from mha.chapters.merging import MERGES, STRATEGIES, MergedMultiHeadAttention
+from mha.chapters.merging import figures as merging_figures
+from mha.chapters.merging import merge_exercises, merge_folding, merging, role_heads
+from mha.chapters.merging.merging import MERGES, STRATEGIES, MergedMultiHeadAttention
 
 
 def n_params(module):
@@ -172,7 +172,7 @@ def test_to_concat_is_the_same_function(merge):
 def test_equivalent_out_proj_errors():
     with pytest.raises(ValueError, match="merge 'gated' has no equivalent W_O"):
         merge_folding.equivalent_out_proj(MergedMultiHeadAttention(8, 2, "gated"))
-    with pytest.raises(TypeError, match="module must be an mha.chapters.merging.MergedMultiHeadAttention"):
+    with pytest.raises(TypeError, match="module must be an mha.chapters.merging.merging.MergedMultiHeadAttention"):
         merge_folding.equivalent_out_proj(mha.MultiHeadAttention(8, 2))
 
 
@@ -263,7 +263,7 @@ def test_explorer_render_and_alt():
     import matplotlib.pyplot as plt
 
     for merge in MERGES:
-        fig = viz.merging.plot_merge_example(merge, "mouse chases cat")
+        fig = merging_figures.plot_merge_example(merge, "mouse chases cat")
         assert isinstance(fig, matplotlib.figure.Figure) and len(fig.axes) == 3
         plt.close(fig)
     assert role_heads.merge_example_alt("average", "cat chases mouse").endswith("cat 0.50, mouse 0.50.")
@@ -275,7 +275,7 @@ def test_out_proj_blocks_figure():
 
     names = ("concat", "concat_lowrank", "average")
     mats = {m: merge_folding.equivalent_out_proj(seeded_module(16, 4, m)) for m in names}
-    fig = viz.merging.plot_out_proj_blocks(mats, num_heads=4)
+    fig = merging_figures.plot_out_proj_blocks(mats, num_heads=4)
     titles = [ax.get_title() for ax in fig.axes if ax.axison]
     assert titles == ["concat: rank 16", "concat_lowrank: rank 4", "average: rank 4"]
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == [f"head {i}" for i in range(1, 5)]
@@ -405,7 +405,7 @@ def test_fold_errors():
     with pytest.raises(ValueError, match="to_lowrank takes an 'average' or 'weighted' module, found merge 'concat'"):
         merge_folding.to_lowrank(MergedMultiHeadAttention(8, 2, "concat"))
     for fn in (merge_folding.fold_into_average, merge_folding.to_lowrank):
-        with pytest.raises(TypeError, match="module must be an mha.chapters.merging.MergedMultiHeadAttention"):
+        with pytest.raises(TypeError, match="module must be an mha.chapters.merging.merging.MergedMultiHeadAttention"):
             fn(mha.MultiHeadAttention(8, 2))
 
 

@@ -1,4 +1,4 @@
-"""mha.chapters.perf and perf_results: byte counts against hand counts, the references, the roofline,
+"""mha.chapters.fast.perf and perf_results: byte counts against hand counts, the references, the roofline,
 the exercise checkers, stored-report readers and plots (no timings)."""
 
 import json
@@ -12,9 +12,9 @@ from conftest import skip_or_fail
 from torch import nn
 
 import mha
-from mha import viz
-from mha.chapters import perf, perf_exercises
-from mha.chapters import perf_results as pr
+from mha.chapters.fast import figures as fast_figures
+from mha.chapters.fast import perf, perf_exercises
+from mha.chapters.fast import perf_results as pr
 
 matplotlib.use("Agg")
 
@@ -164,8 +164,8 @@ def test_decode_step_bytes_of_llama_at_4k_tokens():
 def test_a_step_gathers_embedding_rows_and_reads_every_other_weight():
     """The input embedding is indexed, one row per new token; every other weight is read once for
     the whole batch. Counted on the skeleton's own modules: the output layer is a separate weight."""
-    from mha.chapters.configs import build_skeleton
-    from mha.chapters.models import config
+    from mha.chapters.costs.configs import build_skeleton
+    from mha.chapters.costs.models import config
 
     cfg = config(perf.DECODE_MODEL)
     skeleton = build_skeleton(cfg)
@@ -312,7 +312,7 @@ def test_check_decode_bytes_names_the_slip_in_either_accounting(fixed_weights):
 
 
 def test_decode_step_flops_match_the_flop_counter():
-    from mha.chapters.configs import count_forward_flops
+    from mha.chapters.costs.configs import count_forward_flops
 
     d_model, heads, head_dim = 64, 8, 8
     for g, batch, context in [(8, 1, 5), (2, 3, 9), (1, 2, 16)]:
@@ -335,8 +335,8 @@ def test_decode_step_flops_match_the_flop_counter():
 def test_model_matmul_params_are_the_linear_weights_of_the_skeleton():
     from dataclasses import replace
 
-    from mha.chapters.configs import build_skeleton
-    from mha.chapters.models import config
+    from mha.chapters.costs.configs import build_skeleton
+    from mha.chapters.costs.models import config
 
     cfg = config(perf.DECODE_MODEL)
     for g in (None, 8, 1):
@@ -519,25 +519,25 @@ def test_plots_and_explorer_frames():
 
     report = fake_report()
     for fig in (
-        viz.perf.plot_time_vs_seq_len(report),
-        viz.perf.plot_memory_vs_seq_len(report),
-        viz.perf.plot_time_vs_seq_len(report, key="forward"),
+        fast_figures.plot_time_vs_seq_len(report),
+        fast_figures.plot_memory_vs_seq_len(report),
+        fast_figures.plot_time_vs_seq_len(report, key="forward"),
     ):
         assert len(fig.axes[0].lines) >= len(pr.MAIN_IMPLS)
         assert fig.axes[0].get_title() and fig.axes[0].get_xlabel() and fig.axes[0].get_ylabel()
         plt.close(fig)
-    fig = viz.perf.plot_looped_vs_batched(report)
+    fig = fast_figures.plot_looped_vs_batched(report)
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()][0].startswith("mha looped / mha weights")
     plt.close(fig)
     controls = pr.explorer_controls(report)
     assert controls == {"measure": ["forward", "forward+backward"], "seq_len": [8, 16]}
-    fig = viz.perf.render_benchmark(report, measure="forward", seq_len=8)
+    fig = fast_figures.render_benchmark(report, measure="forward", seq_len=8)
     assert len(fig.axes[0].patches) == len(pr.MAIN_IMPLS)
     plt.close(fig)
     assert "mha looped 9 ms (IQR 1)" in pr.benchmark_alt(report, "forward", 8)
     with pytest.raises(ValueError, match="measure must be"):
-        viz.perf.render_benchmark(report, measure="backward")
-    fig = viz.perf.plot_decode_roofline()
+        fast_figures.render_benchmark(report, measure="backward")
+    fig = fast_figures.plot_decode_roofline()
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [
         "MHA, g = 32",
         "GQA, g = 8",
@@ -554,7 +554,7 @@ def test_plots_and_explorer_frames():
         ],
         "bandwidth": {"bytes_per_s": 1e9},
     }
-    fig = viz.perf.plot_decode_steps(decoding)
+    fig = fast_figures.plot_decode_steps(decoding)
     assert len(fig.axes[0].get_legend().get_texts()) == 3
     plt.close(fig)
 
@@ -678,7 +678,7 @@ def test_round_ratios_pair_the_rounds_that_paired_ratio_summarises():
 
 
 def test_source_lines_shows_the_named_lines_without_the_docstring():
-    from mha.chapters.tables import source_lines
+    from mha.chapters.costs.tables import source_lines
 
     whole = source_lines(perf.bare_attention_layer)
     assert whole.startswith("def bare_attention_layer") and '"""' not in whole and "return F.linear" in whole

@@ -1,4 +1,4 @@
-"""mha.chapters.perf_stats: the rule that calls one implementation faster, on synthetic timings.
+"""mha.chapters.fast.perf_stats: the rule that calls one implementation faster, on synthetic timings.
 
 Rounds are simulated as the benchmark produces them: a load factor shared by every call of a
 round (a burst of another process slows the whole round), times a call's own noise.
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from mha.chapters import perf_stats as ps
+from mha.chapters.fast import perf_stats as ps
 
 #: The number of comparisons the making-it-fast chapter makes with the CPU benchmark (perf_results.comparison_family).
 FAMILY = 37

@@ -15,11 +15,11 @@ import torch
 from conftest import skip_or_fail
 
 from mha import bert as B
-from mha import viz
-from mha.chapters import pretrained_analysis as P
-from mha.chapters import pretrained_controls as PC
-from mha.chapters import pretrained_pruning as PR
-from mha.chapters import pretrained_twins as TW
+from mha.chapters.pretrained import figures as pretrained_figures
+from mha.chapters.pretrained import pretrained_analysis as P
+from mha.chapters.pretrained import pretrained_controls as PC
+from mha.chapters.pretrained import pretrained_pruning as PR
+from mha.chapters.pretrained import pretrained_twins as TW
 
 SENTENCES = [P.TWIN_SENTENCES["tired"], "A cat sat.", "Heads attend to different words in a sentence."]
 
@@ -304,18 +304,18 @@ def test_figures_and_explorer_render(model, tokenizer):
     study = json.loads(PR.ABLATION_RESULTS.read_text())
     twins = TW.twin_study(model, tokenizer, TW.load_twin_pairs()[:3])
     norms = P.value_norms(model, tokenizer, SENTENCES)
-    render = viz.pretrained_analysis.layer_explorer(r)
+    render = pretrained_figures.layer_explorer(r)
     figures = [
         render(layer=1, sentence="tired"),
         render(layer=6, sentence="wide"),
-        viz.pretrained_analysis.plot_all_heads(r["maps"]["tired"], r["tokens"]["tired"], title="t"),
-        viz.pretrained_analysis.plot_it_margins(r),
-        viz.pretrained_analysis.plot_census(np.full((6, 12), "special", dtype=object), marks=r["resolves"]),
-        viz.pretrained_analysis.plot_similarity({"a": np.eye(72), "b": np.ones((72, 72))}, 12),
-        viz.pretrained_analysis.plot_pruning(study),
-        viz.pretrained_analysis.plot_importance(study["splits"][0]),
-        viz.pretrained_analysis.plot_twin_counts(twins),
-        viz.pretrained_analysis.plot_value_norms(norms, np.full((6, 12), "special", dtype=object)),
+        pretrained_figures.plot_all_heads(r["maps"]["tired"], r["tokens"]["tired"], title="t"),
+        pretrained_figures.plot_it_margins(r),
+        pretrained_figures.plot_census(np.full((6, 12), "special", dtype=object), marks=r["resolves"]),
+        pretrained_figures.plot_similarity({"a": np.eye(72), "b": np.ones((72, 72))}, 12),
+        pretrained_figures.plot_pruning(study),
+        pretrained_figures.plot_importance(study["splits"][0]),
+        pretrained_figures.plot_twin_counts(twins),
+        pretrained_figures.plot_value_norms(norms, np.full((6, 12), "special", dtype=object)),
     ]
     assert all(isinstance(f, matplotlib.figure.Figure) for f in figures)
     assert figures[1]._suptitle is None and "Layer 6" in figures[1].axes[0].get_title()

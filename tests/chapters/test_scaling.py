@@ -1,4 +1,5 @@
-"""mha.chapters.scaling: the √d_k experiment, the head-split picture and the multi-head-math exercise check."""
+"""mha.chapters.multi_head_math.scaling: the √d_k experiment, the head-split picture and the multi-head-math
+exercise check."""
 
 import math
 
@@ -13,7 +14,8 @@ from torch import nn  # noqa: E402
 
 import mha  # noqa: E402
 from mha import viz  # noqa: E402
-from mha.chapters import head_split, scaling  # noqa: E402
+from mha.chapters.multi_head_math import figures as multi_head_math_figures  # noqa: E402
+from mha.chapters.multi_head_math import head_split, scaling  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -85,13 +87,13 @@ def test_sweep_shapes_and_trend():
     raw, scaled = sweep["1 (no scaling)"], sweep["1/√d_k"]
     assert raw["jacobian_norm"][0] > raw["jacobian_norm"][1] > raw["jacobian_norm"][2]
     assert all(0.2 < j < 0.4 for j in scaled["jacobian_norm"])
-    fig = viz.scaling.plot_scaling_sweep(sweep)
+    fig = multi_head_math_figures.plot_scaling_sweep(sweep)
     assert len(fig.axes) == 4 and all(ax.get_title() for ax in fig.axes)
 
 
 @pytest.mark.parametrize("scale", list(scaling.SCALES))
 def test_render_scaling(scale):
-    fig = viz.scaling.render_scaling(64, scale)
+    fig = multi_head_math_figures.render_scaling(64, scale)
     assert isinstance(fig, matplotlib.figure.Figure) and len(fig.axes) == 2
     assert fig.axes[1].get_title().startswith("all 500 queries: mean largest weight")  # every query, not one
     assert "d_k = 64" in scaling.describe_scaling(64, scale)
@@ -139,7 +141,7 @@ def test_head_blocks_match_split_heads(num_heads):
     heads = mha.split_heads(x, num_heads)  # (1, H, 1, Dh)
     for i, cols in enumerate(head_split.head_blocks(12, num_heads)):
         assert heads[0, i, 0].tolist() == [float(c) for c in cols]
-    fig = viz.scaling.render_head_split(num_heads)
+    fig = multi_head_math_figures.render_head_split(num_heads)
     assert f"h = {num_heads} heads" in fig.axes[0].get_title()
     labels = [t.get_text() for t in fig.axes[0].texts]
     assert any(label.startswith("$XW^Q$") and "all input features" in label for label in labels)  # not X
@@ -327,7 +329,7 @@ def test_head_index_picture_draws_what_the_ops_produce(num_heads, reshape):
         assert torch.equal(heads, mha.split_heads(x.double(), num_heads).long())
     else:
         heads = x.view(1, num_heads, 3, head_dim)  # (B, H, T, Dh), the slip
-    fig = viz.scaling.render_head_index(num_heads, reshape)
+    fig = multi_head_math_figures.render_head_index(num_heads, reshape)
     # (a) the input, one token per row
     drawn, _ = grid_of(fig, "input-cell")
     assert drawn == labels(x[0])
@@ -348,7 +350,9 @@ def test_head_index_picture_draws_what_the_ops_produce(num_heads, reshape):
     # a red edge on exactly the cells that the slip puts elsewhere than split_heads
     right = x.view(1, 3, num_heads, head_dim).transpose(1, 2)
     edges = [
-        p for p in fig.axes[0].patches if p.get_edgecolor()[:3] == matplotlib.colors.to_rgb(viz.scaling.WRONG_EDGE)
+        p
+        for p in fig.axes[0].patches
+        if p.get_edgecolor()[:3] == matplotlib.colors.to_rgb(multi_head_math_figures.WRONG_EDGE)
     ]
     assert len(edges) == int((heads != right).sum())
     title = next(t.get_text() for t in fig.axes[0].texts if t.get_fontsize() == 11)
@@ -368,11 +372,13 @@ def test_head_index_input_cells_are_coloured_by_the_head_they_land_in(num_heads)
         (RIGHT, x.view(1, 3, num_heads, head_dim).transpose(1, 2)),
         (SLIP, x.view(1, num_heads, 3, head_dim)),
     ):
-        fig = viz.scaling.render_head_index(num_heads, reshape)
+        fig = multi_head_math_figures.render_head_index(num_heads, reshape)
         cells = fig.axes[0].patches[:36]  # (a) is drawn first, token by token
         for value, cell in enumerate(cells):
             head = int((heads[0] == value).nonzero()[0, 0])
-            assert cell.get_facecolor()[:3] == pytest.approx(viz.scaling._light(viz.plotting.head_color(head)))
+            assert cell.get_facecolor()[:3] == pytest.approx(
+                multi_head_math_figures._light(viz.plotting.head_color(head))
+            )
 
 
 @pytest.mark.parametrize("num_heads", [1, 2, 3, 4, 6, 12])
@@ -443,7 +449,7 @@ def test_head_index_explorer_frames():
     from mha.viz.controls import Choice
 
     ex = widgets.explorer(
-        viz.scaling.HeadIndexPlot(),
+        multi_head_math_figures.HeadIndexPlot(),
         {
             "num_heads": Choice([1, 2, 3, 4, 6], label="number of heads h"),
             "reshape": Choice(list(head_split.SPLIT_RESHAPES), label="reshape", names=head_split.SPLIT_RESHAPE_NAMES),
@@ -463,7 +469,7 @@ def test_head_index_explorer_frames():
 def test_head_index_plot_shows_a_drawn_figure_for_each_choice():
     from mha.viz.live import Painter
 
-    plot = viz.scaling.HeadIndexPlot()
+    plot = multi_head_math_figures.HeadIndexPlot()
     fig = plot.draw(2, SLIP)
     assert plot.update(fig, 2, SLIP) is None and plot.update(fig, 2, RIGHT) is False
     painter = Painter(plot, "index")

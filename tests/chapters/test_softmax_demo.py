@@ -1,4 +1,4 @@
-"""mha.chapters.softmax_demo: the single-head-limits chapter's worked row and its temperature explorer
+"""mha.chapters.heads.softmax_demo: the single-head-limits chapter's worked row and its temperature explorer
 (book/01_single_head_limits.ipynb)."""
 
 import math
@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from mha import viz
-from mha.chapters import softmax_demo
+from mha.chapters.heads import figures as heads_figures
+from mha.chapters.heads import softmax_demo
 
 
 def reference_softmax(scores, tau):
@@ -66,7 +66,7 @@ def test_bad_scores_and_tokens():
     with pytest.raises(TypeError, match="scores must be a floating-point tensor"):
         softmax_demo.softmax_with_temperature(torch.tensor([1, 2]), 1.0)
     with pytest.raises(ValueError, match="tokens must name each of the 5 scores, found 2"):
-        viz.softmax_demo.plot_temperature(1.0, tokens=["a", "b"])
+        heads_figures.plot_temperature(1.0, tokens=["a", "b"])
 
 
 def test_plot_and_alt_text():
@@ -75,7 +75,7 @@ def test_plot_and_alt_text():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig = viz.softmax_demo.plot_temperature(0.25)
+    fig = heads_figures.plot_temperature(0.25)
     ax = fig.axes[0]
     assert ax.get_title() == "softmax(scores / 0.25): entropy 0.64 bits"
     assert ax.get_ylabel() == "attention weight" and ax.get_xlabel() == "key token"
@@ -114,7 +114,7 @@ def test_worked_row_figure():
 
     from mha.viz.describe import smallest_text_pt
 
-    fig = viz.softmax_demo.plot_worked_row()
+    fig = heads_figures.plot_worked_row()
     ax_s, ax_w, ax_o = fig.axes
     row = softmax_demo.worked_row()
     assert [bar.get_width() for bar in ax_s.patches] == pytest.approx(row["scores"].tolist())

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import mha
-from mha import viz
-from mha.chapters import worked
+from mha.chapters.worked_example import figures as worked_example_figures
+from mha.chapters.worked_example import worked
 
 T, D, H, DK = 5, 8, 2, 4
 
@@ -232,7 +232,7 @@ def test_two_heads_and_one_figure():
 
     ex = mha.worked_example()
     _, single_weights = worked.single_head_module(ex)(ex.x[None])
-    fig = viz.worked.plot_two_heads_and_one(ex, single_weights[0].detach())
+    fig = worked_example_figures.plot_two_heads_and_one(ex, single_weights[0].detach())
     try:
         titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
         assert titles == ["two heads: head 1", "two heads: head 2", "one head of size 8"]
@@ -255,7 +255,7 @@ def latex_cells(latex: str) -> list[list[str]]:
 @pytest.mark.parametrize("step", ["x", "weights_in", "w_o", "qkv", "scores", "scaled_scores", "weights", "output"])
 def test_typeset_matrices_hold_the_text_numbers_and_labels(step):
     """The book shows the LaTeX, nbval compares the text: both must say the same, labels included."""
-    for m in viz.worked.matrices(mha.worked_example(), step):
+    for m in worked_example_figures.matrices(mha.worked_example(), step):
         text_rows = [line.split() for line in m.text.splitlines()[1:]]
         cells = latex_cells(m.latex)
         assert len(cells) == len(text_rows)
@@ -268,8 +268,8 @@ def test_typeset_matrices_hold_the_text_numbers_and_labels(step):
 
 def test_format_matrix_and_latex_use_the_same_numbers():
     ex = mha.worked_example()
-    text = viz.worked.format_matrix(ex.weights[0], "A1", worked.token_labels(), ex.tokens, row_sums=True)
-    latex = viz.worked.to_latex(ex.weights[0], "A_1", row_sums=True)
+    text = worked_example_figures.format_matrix(ex.weights[0], "A1", worked.token_labels(), ex.tokens, row_sums=True)
+    latex = worked_example_figures.to_latex(ex.weights[0], "A_1", row_sums=True)
     assert text.splitlines()[0] == "A1  (5 x 5)"
     assert "0.649" in text and "0.088" in text and "1.000" in text
     for line in text.splitlines()[2:]:
@@ -277,24 +277,24 @@ def test_format_matrix_and_latex_use_the_same_numbers():
         assert all(n in latex for n in numbers)
     assert latex.startswith(r"A_1 = \begin{bmatrix} 0.649 & 0.088")
     assert latex.count(r"\\") == 2 * (T - 1)
-    labelled = viz.worked.to_latex(ex.weights[0], "A_1", worked.token_labels(), ex.tokens, row_sums=True)
+    labelled = worked_example_figures.to_latex(ex.weights[0], "A_1", worked.token_labels(), ex.tokens, row_sums=True)
     assert labelled.startswith(r"A_1 = \begin{array}{l|rrrrr|r}  & \text{the} & \text{cat}")
     assert r"\text{2 cat} & 0.649 & 0.088 & 0.088 & 0.088 & 0.088 & 1.000" in labelled
     with pytest.raises(ValueError, match=r"labels must match the matrix shape \(5, 5\)"):
-        viz.worked.to_latex(ex.weights[0], "A_1", ["a"], ex.tokens)
+        worked_example_figures.to_latex(ex.weights[0], "A_1", ["a"], ex.tokens)
     # Integer matrices print exactly.
-    assert viz.worked.to_latex(ex.scores[0], "S").startswith(r"S = \begin{bmatrix} 4 & 0 & 0")
-    assert viz.worked.format_number(-0.0001, False) == "0.000"
+    assert worked_example_figures.to_latex(ex.scores[0], "S").startswith(r"S = \begin{bmatrix} 4 & 0 & 0")
+    assert worked_example_figures.format_number(-0.0001, False) == "0.000"
 
 
 def test_matrix_display_has_text_and_latex():
     ex = mha.worked_example()
-    items = viz.worked.matrices(ex, "weights")
+    items = worked_example_figures.matrices(ex, "weights")
     assert len(items) == 2
     assert repr(items[0]) == items[0].text
     assert items[1]._repr_latex_().startswith(r"$$ A_2 = \begin{array}")
     steps = ["x", "weights_in", "w_o", "qkv", "scores", "scaled_scores", "weights", "head_outputs", "concat", "output"]
-    counts = [len(viz.worked.matrices(ex, s)) for s in steps]
+    counts = [len(worked_example_figures.matrices(ex, s)) for s in steps]
     assert counts == [1, 6, 1, 6, 2, 2, 2, 2, 1, 1]
 
 
@@ -305,9 +305,9 @@ def test_show_displays_each_matrix_once(monkeypatch, capsys):
     shown = []
     monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
     ex = mha.worked_example()
-    viz.worked.show(ex, "qkv")
+    worked_example_figures.show(ex, "qkv")
     assert capsys.readouterr().out == ""  # nothing printed besides the displays
-    each = {m.text for m in viz.worked.matrices(ex, "qkv")}
+    each = {m.text for m in worked_example_figures.matrices(ex, "qkv")}
     texts = [t for m in shown for t in m.text.split("\n\n")]
     assert sorted(texts) == sorted(each)  # every matrix once
     assert all(m._repr_latex_().startswith("$$") and repr(m) == m.text for m in shown)
@@ -315,12 +315,17 @@ def test_show_displays_each_matrix_once(monkeypatch, capsys):
     names = [[line.split("  (")[0] for line in m.text.split("\n") if "(5 x 4)" in line] for m in shown]
     assert names == [["Q head 1", "K head 1"], ["Q head 2", "K head 2"], ["V head 1", "V head 2"]]
     assert all(m._repr_latex_().count(r"\begin{array}") == 2 for m in shown)
-    assert [len(viz.worked.displayed(ex, s)) for s in ("weights_in", "scores", "weights", "output")] == [3, 2, 2, 1]
+    assert [len(worked_example_figures.displayed(ex, s)) for s in ("weights_in", "scores", "weights", "output")] == [
+        3,
+        2,
+        2,
+        1,
+    ]
 
 
 def test_errors():
     with pytest.raises(ValueError, match=r"step must be one of"):
-        viz.worked.matrices(mha.worked_example(), "softmax")
+        worked_example_figures.matrices(mha.worked_example(), "softmax")
     with pytest.raises(ValueError, match=r"x must have shape \(T, D\) = \(5, 8\), found shape \(5, 4\)"):
         mha.worked_example(torch.zeros(5, 4, dtype=torch.float64))
     with pytest.raises(TypeError, match=r"x must be a torch.Tensor"):
@@ -334,9 +339,9 @@ def test_errors():
     with pytest.raises(ValueError, match=r"token must be a token number 1..5"):
         worked.edited_x(token=0)
     with pytest.raises(ValueError, match=r"matrix must have 2 dimensions"):
-        viz.worked.format_matrix(torch.zeros(2, 2, 2), "M")
+        worked_example_figures.format_matrix(torch.zeros(2, 2, 2), "M")
     with pytest.raises(ValueError, match=r"labels must match the matrix shape \(2, 2\)"):
-        viz.worked.format_matrix(torch.zeros(2, 2), "M", ["a"], ["b", "c"])
+        worked_example_figures.format_matrix(torch.zeros(2, 2), "M", ["a"], ["b", "c"])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -501,7 +506,7 @@ def test_explorer_grid_is_small_and_renders():
     from mha.viz.widgets import frame_count
 
     assert frame_count(worked.EXPLORER_CONTROLS) <= 30
-    fig = viz.worked.render_explorer(dog_type="verb", temperature=0.5)
+    fig = worked_example_figures.render_explorer(dog_type="verb", temperature=0.5)
     try:
         assert isinstance(fig, Figure)
         assert [ax.get_title() for ax in fig.axes[:2]] == ["head 1 (previous token)", "head 2 (same type)"]
@@ -527,11 +532,11 @@ def test_explorer_text_is_readable():
 
     from mha.viz.widgets import FRAME_DPI
 
-    fig = viz.worked.render_explorer("none", 0.25)
+    fig = worked_example_figures.render_explorer("none", 0.25)
     try:
         texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_text().strip()]
         assert min(t.get_fontsize() for t in texts) >= 9
-        assert viz.worked.PANEL_FONTSIZE * FRAME_DPI / 72 >= 12  # the step panel: 12 px or more
+        assert worked_example_figures.PANEL_FONTSIZE * FRAME_DPI / 72 >= 12  # the step panel: 12 px or more
         width_px = fig.get_tightbbox().width * FRAME_DPI
         assert width_px <= 700, width_px
     finally:
@@ -548,7 +553,7 @@ def test_explorer_data():
     assert sharp.weights[0, 1, 0] > mha.worked_example().weights[0, 1, 0]
     alt = worked.explorer_alt("verb", temperature=1)
     assert "head 2: dog's largest weight 0.42 on token 3 (saw) and 5 (dog)" in alt
-    summary = viz.worked.explorer_summary(verb_dog)
+    summary = worked_example_figures.explorer_summary(verb_dog)
     assert summary.splitlines()[0] == "token 5 (dog): det 0, noun 0, verb 1; temperature 1"
     assert summary.splitlines()[5].split() == [
         "A",

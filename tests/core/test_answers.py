@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from mha.chapters.answers import compare_number, named_slip, precision_unit, precision_words
+from mha.chapters.checking.answers import compare_number, named_slip, precision_unit, precision_words
 
 DIST = 0.6 * math.sqrt(2)  # 0.8485..., the single-head-limits chapter's distance
 

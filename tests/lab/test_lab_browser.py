@@ -75,7 +75,7 @@ SETTINGS = {
 OWN_SENTENCE_CELLS = [
     """import matplotlib.pyplot as plt
 
-from mha.chapters import softmax_demo
+from mha.chapters.heads import softmax_demo
 from mha.viz.widgets import FloatRange, Text, explorer
 
 

@@ -17,11 +17,11 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from mha.chapters import softmax_demo  # noqa: E402
+from mha.chapters.heads import softmax_demo  # noqa: E402
 from mha.viz import drawlock, live, widgets  # noqa: E402
 from mha.viz.controls import Choice, FloatRange, IntRange, Text, check_specs, live_description  # noqa: E402
 from mha.viz.frames import canvas_png  # noqa: E402
-from mha.viz.softmax_demo import TemperaturePlot, plot_temperature  # noqa: E402
+from mha.chapters.heads.figures import TemperaturePlot, plot_temperature  # noqa: E402
 from mha.viz.widgets import explorer  # noqa: E402
 
 

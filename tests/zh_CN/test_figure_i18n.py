@@ -177,18 +177,22 @@ def test_twins_keep_their_images_size(stored, kind):
 
 def book_figures():
     """The figures ``tests/book/test_figure_layout.py`` holds to its measures, drawn as the chapters draw them."""
-    from mha import viz
-    from mha.chapters import merge_training, perf_results
+    from mha.chapters.costs import figures as costs_figures
+    from mha.chapters.fast import figures as fast_figures
+    from mha.chapters.fast import perf_results
+    from mha.chapters.heads import figures as heads_figures
+    from mha.chapters.merging import figures as merging_figures
+    from mha.chapters.merging import merge_training
 
     cpu = perf_results.load_results(ROOT / "benchmarks" / "results" / "cpu.json")[0]
     runs = merge_training.load_merge_results()
-    yield "ch08 curves", lambda: viz.head_count.plot_curve_panels()
-    yield "ch09 merge curves", lambda: viz.merging.plot_merge_curves(runs)
-    yield "ch09 lr sweep", lambda: viz.merging.plot_lr_sweep(runs)
-    yield "ch09 merge results", lambda: viz.merging.plot_merge_results(runs, 1500)
-    yield "ch10 benchmark", lambda: viz.perf.render_benchmark(cpu, "forward", perf_results.seq_lens(cpu)[0])
+    yield "ch08 curves", lambda: heads_figures.plot_curve_panels()
+    yield "ch09 merge curves", lambda: merging_figures.plot_merge_curves(runs)
+    yield "ch09 lr sweep", lambda: merging_figures.plot_lr_sweep(runs)
+    yield "ch09 merge results", lambda: merging_figures.plot_merge_results(runs, 1500)
+    yield "ch10 benchmark", lambda: fast_figures.render_benchmark(cpu, "forward", perf_results.seq_lens(cpu)[0])
     for values in [(1, 32, 1, "fp16"), (32, 80, 8, "8-bit")]:
-        yield f"ch05 kv {values}", lambda values=values: viz.configs.render_kv(*values)
+        yield f"ch05 kv {values}", lambda values=values: costs_figures.render_kv(*values)
 
 
 def test_chinese_twins_keep_texts_apart_and_off_the_data():

@@ -25,6 +25,8 @@ sys.path.insert(0, str(ROOT / "_ext"))
 import i18n  # noqa: E402
 import mha_i18n  # noqa: E402
 
+from mha.chapters.checking import verdict_i18n  # noqa: E402
+
 
 @pytest.fixture(scope="module")
 def extracted() -> dict[str, set[str]]:
@@ -279,7 +281,7 @@ def test_the_intros_checker_words_are_the_ones_the_chinese_verdicts_print():
     """The intro teaches the words a Chinese reader's verdicts show: each is in the phrasebooks."""
     printed = " ".join(
         value
-        for path in (ROOT / "mha" / "data" / "verdicts" / "zh_CN").glob("*.json")
+        for path in verdict_i18n.phrasebook_files("zh_CN")
         for value in json.loads(path.read_text(encoding="utf-8")).values()
         if isinstance(value, str)
     )

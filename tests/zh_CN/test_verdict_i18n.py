@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from mha.chapters import answers, verdict_i18n
-from mha.chapters.verdict_i18n import english_left, normalise, translate, width, wrap
+from mha.chapters.checking import answers, verdict_i18n
+from mha.chapters.checking.verdict_i18n import english_left, normalise, translate, width, wrap
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -101,7 +101,7 @@ def test_english_left_finds_sentences_not_code():
 # The phrasebooks as data
 # --------------------------------------------------------------------------------------------
 
-BOOKS = sorted((verdict_i18n.PHRASEBOOKS / "zh_CN").glob("*.json"))
+BOOKS = verdict_i18n.phrasebook_files("zh_CN")
 
 
 def test_there_are_phrasebooks():

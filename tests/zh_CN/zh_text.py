@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from mha.chapters.verdict_i18n import english_left
+from mha.chapters.checking.verdict_i18n import english_left
 
 #: A printed source (a def, a loop, a shape comment) or an exception the page shows on purpose: code.
 CODE_LISTING = re.compile(
