@@ -10,6 +10,8 @@
     python scripts/i18n.py import PAGE.po IN.json   # set the translations from such a file
     python scripts/i18n.py reuse     # text moved between pages: an untranslated or fuzzy message takes
                                      # the translation of the same English in another page's catalogue
+    python scripts/i18n.py strings [--write]  # the checkers' templates (say(...)) new or gone per topic
+                                     # phrasebook; --write adds the new ones untranslated, drops the gone
 
 After an English paragraph changes, ``gettext`` + ``update`` turn its old translation into a fuzzy
 entry (or add an untranslated one); tests/zh_CN/test_i18n.py fails until a translator has updated it and
@@ -426,6 +428,13 @@ def main(argv: list[str]) -> int:
     elif command == "reuse":
         filled = reuse()
         print("\n".join(filled + [f"{len(filled)} messages took a translation from another page"]))
+    elif command == "strings":
+        import verdict_strings
+
+        _, problems = verdict_strings.said()
+        found = verdict_strings.write() if "--write" in argv[2:] else verdict_strings.differences()
+        print("\n".join(problems + [verdict_strings.report(found)]))
+        return 1 if problems or (found and "--write" not in argv[2:]) else 0
     elif command == "check":
         problems = check([Path(a) for a in argv[2:]] or None)
         print("\n".join(problems) or "every message translated, none fuzzy, every check passed")

@@ -151,7 +151,14 @@ CHAPTERS: dict[int, Chapter] = _by_number(
     Chapter(
         "book/11_pretrained_heads",
         "pretrained",
-        _in("pretrained", "pretrained_analysis", "pretrained_controls", "pretrained_pruning", "pretrained_twins")
+        _in(
+            "pretrained",
+            "pretrained_analysis",
+            "pretrained_controls",
+            "pretrained_exercises",
+            "pretrained_pruning",
+            "pretrained_twins",
+        )
         + _in("costs", "tables"),
         _in("pretrained", "figures"),
     ),

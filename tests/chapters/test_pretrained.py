@@ -18,6 +18,7 @@ from mha import bert as B
 from mha.chapters.pretrained import figures as pretrained_figures
 from mha.chapters.pretrained import pretrained_analysis as P
 from mha.chapters.pretrained import pretrained_controls as PC
+from mha.chapters.pretrained import pretrained_exercises as PE
 from mha.chapters.pretrained import pretrained_pruning as PR
 from mha.chapters.pretrained import pretrained_twins as TW
 
@@ -666,11 +667,11 @@ def grads():
 
 def test_check_importance_right_and_wrong(grads):
     right = P.importance_scores(grads)
-    assert P.check_importance(right, grads).ok
-    assert P.check_importance(np.round(right, 3), grads).ok  # 3 decimals are enough
-    rounded = P.check_importance(np.round(right, 2), grads)  # 2 decimals: close, no hint on the method
+    assert PE.check_importance(right, grads).ok
+    assert PE.check_importance(np.round(right, 3), grads).ok  # 3 decimals are enough
+    rounded = PE.check_importance(np.round(right, 2), grads)  # 2 decimals: close, no hint on the method
     assert not rounded.ok and "close: give them to 3 decimals" in repr(rounded) and "hint" not in repr(rounded)
-    assert P.check_importance(torch.tensor(right), grads).ok
+    assert PE.check_importance(torch.tensor(right), grads).ok
     raw = np.abs(grads).mean(0)
     slips = {
         "not normalised": raw,
@@ -681,13 +682,13 @@ def test_check_importance_right_and_wrong(grads):
         "divided by the row's sum": raw / raw.sum(1, keepdims=True),
     }
     for hint, answer in slips.items():
-        r = P.check_importance(answer, grads)
+        r = PE.check_importance(answer, grads)
         assert not r.ok and r.first_error == "importance" and hint in _said(r), hint
-    r = P.check_importance(np.abs(grads.mean(0)), grads)  # two slips at once: both are named
+    r = PE.check_importance(np.abs(grads.mean(0)), grads)  # two slips at once: both are named
     assert "|mean|" in _said(r) and "not normalised" in _said(r)
     wrong = right.copy()
     wrong[2, 3] += 0.1
-    r = P.check_importance(wrong, grads)
+    r = PE.check_importance(wrong, grads)
     assert "wrong in layers L3" in _said(r) and "mean over pairs" in _said(r)
     assert f"{right[2, 3]:.3f}" not in _said(r)  # never prints the expected numbers
 
@@ -702,9 +703,9 @@ def test_check_importance_malformed_input(grads):
         "numbers of shape": [[1, "x"]],
     }
     for message, answer in cases.items():
-        r = P.check_importance(answer, grads)
+        r = PE.check_importance(answer, grads)
         assert not r.ok and r.first_error == "answer" and message in _said(r), message
-    assert P.check_importance(right, "grads").first_error == "gradients"
+    assert PE.check_importance(right, "grads").first_error == "gradients"
 
 
 @pytest.fixture(scope="module")
@@ -715,9 +716,9 @@ def twins(model, tokenizer):
 def test_check_twin_margins_right_and_wrong(twins):
     m = twins["margins"][1, :, 3, 1]  # pair 2, L4H2
     verdict = bool((m > 0).all())
-    assert P.check_twin_margins(twins, 2, 4, 2, m.round(3), verdict).ok
+    assert PE.check_twin_margins(twins, 2, 4, 2, m.round(3), verdict).ok
     assert np.abs(m.round(2) - m).max() > 1e-3  # so 2 decimals are not enough here
-    rounded = P.check_twin_margins(twins, 2, 4, 2, m.round(2), verdict)  # right to 2 decimals
+    rounded = PE.check_twin_margins(twins, 2, 4, 2, m.round(2), verdict)  # right to 2 decimals
     assert rounded.first_error == "margins" and "close: give them to 3 decimals" in _said(rounded)
     assert "hint" not in _said(rounded)
     cases = {
@@ -726,19 +727,19 @@ def test_check_twin_margins_right_and_wrong(twins):
         "page counts from 1": (twins["margins"][2, :, 3, 1], verdict),  # pair 3 instead of 2
     }
     for hint, (answer, v) in cases.items():
-        r = P.check_twin_margins(twins, 2, 4, 2, answer, v)
+        r = PE.check_twin_margins(twins, 2, 4, 2, answer, v)
         assert r.first_error == "margins" and hint in _said(r), hint
     column = []  # the slip of reading the column: how much each noun attends to "it"
     for k, (tok, w) in enumerate(zip(twins["tokens"][2:4], twins["maps"][2:4])):
         ref = twins["pairs"][1].referents[k]
         other = ({"trophy", "suitcase"} - {ref}).pop()
         column.append(w[3, 1][tok.index(ref), tok.index("it")] - w[3, 1][tok.index(other), tok.index("it")])
-    assert "column" in _said(P.check_twin_margins(twins, 2, 4, 2, column, verdict))
-    r = P.check_twin_margins(twins, 2, 4, 2, m, not verdict)
+    assert "column" in _said(PE.check_twin_margins(twins, 2, 4, 2, column, verdict))
+    r = PE.check_twin_margins(twins, 2, 4, 2, m, not verdict)
     assert r.first_error == "resolves" and "both" in _said(r)
     # a verdict that follows from wrong margins is not blamed twice
     assert not verdict  # L4H2 prefers the trophy in both sentences of pair 2
-    r = P.check_twin_margins(twins, 2, 4, 2, [abs(m[0]) + 0.5, abs(m[1]) + 0.5], True)
+    r = PE.check_twin_margins(twins, 2, 4, 2, [abs(m[0]) + 0.5, abs(m[1]) + 0.5], True)
     assert r.first_error == "margins" and "fix them first" in _said(r)
 
 
@@ -751,12 +752,12 @@ def test_check_twin_margins_malformed_input(twins):
     }
     for (name, value), message in cases.items():
         args = {"pair": 1, "layer": 1, "head": 1, name: value}
-        r = P.check_twin_margins(twins, margins=m, resolves=False, **args)
+        r = PE.check_twin_margins(twins, margins=m, resolves=False, **args)
         assert not r.ok and message in _said(r)
-    assert "found a string" in _said(P.check_twin_margins(twins, 1, 1, 1, "0.1, 0.2", False))
-    assert "NaN" in _said(P.check_twin_margins(twins, 1, 1, 1, [np.nan, 0.1], False))
-    assert "shape (2,)" in _said(P.check_twin_margins(twins, 1, 1, 1, [0.1, 0.2, 0.3], False))
-    assert "True or False" in _said(P.check_twin_margins(twins, 1, 1, 1, m, "yes"))
+    assert "found a string" in _said(PE.check_twin_margins(twins, 1, 1, 1, "0.1, 0.2", False))
+    assert "NaN" in _said(PE.check_twin_margins(twins, 1, 1, 1, [np.nan, 0.1], False))
+    assert "shape (2,)" in _said(PE.check_twin_margins(twins, 1, 1, 1, [0.1, 0.2, 0.3], False))
+    assert "True or False" in _said(PE.check_twin_margins(twins, 1, 1, 1, m, "yes"))
 
 
 def _said(check) -> str:
@@ -766,7 +767,7 @@ def _said(check) -> str:
 
 def test_checker_reports_fit_the_page(twins):
     m = twins["margins"][1, :, 3, 1]
-    r = P.check_twin_margins(twins, 2, 4, 2, -m, bool((m > 0).all()))
+    r = PE.check_twin_margins(twins, 2, 4, 2, -m, bool((m > 0).all()))
     assert len(r.source) < len(repr(r).splitlines())  # the long hint was wrapped
     assert max(len(line) for line in repr(r).splitlines()) <= 74
     assert " ".join(r.source[2].split()) in _said(r)  # nothing lost

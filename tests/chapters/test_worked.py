@@ -7,7 +7,7 @@ import torch
 
 import mha
 from mha.chapters.worked_example import figures as worked_example_figures
-from mha.chapters.worked_example import worked
+from mha.chapters.worked_example import worked, worked_edit
 
 T, D, H, DK = 5, 8, 2, 4
 
@@ -505,7 +505,7 @@ def test_explorer_grid_is_small_and_renders():
 
     from mha.viz.widgets import frame_count
 
-    assert frame_count(worked.EXPLORER_CONTROLS) <= 30
+    assert frame_count(worked_edit.EXPLORER_CONTROLS) <= 30
     fig = worked_example_figures.render_explorer(dog_type="verb", temperature=0.5)
     try:
         assert isinstance(fig, Figure)
@@ -516,12 +516,12 @@ def test_explorer_grid_is_small_and_renders():
 
 def test_explorer_opens_on_the_page_example():
     """The explorer opens on the text's case; its temperature slider grows to the right."""
-    first = dict(worked.EXPLORER_INITIAL)
+    first = dict(worked_edit.EXPLORER_INITIAL)
     assert first == {"dog_type": "noun", "temperature": 1}
-    assert all(first[name] in values for name, values in worked.EXPLORER_CONTROLS.items())
-    assert worked.EXPLORER_CONTROLS["temperature"] == sorted(worked.EXPLORER_CONTROLS["temperature"])
-    assert torch.equal(worked.explorer_example(**first).weights, mha.worked_example().weights)
-    assert set(worked.EXPLORER_CONTROLS["dog_type"]) == {"det", "noun", "verb", "none"}  # one type at a time
+    assert all(first[name] in values for name, values in worked_edit.EXPLORER_CONTROLS.items())
+    assert worked_edit.EXPLORER_CONTROLS["temperature"] == sorted(worked_edit.EXPLORER_CONTROLS["temperature"])
+    assert torch.equal(worked_edit.explorer_example(**first).weights, mha.worked_example().weights)
+    assert set(worked_edit.EXPLORER_CONTROLS["dog_type"]) == {"det", "noun", "verb", "none"}  # one type at a time
 
 
 def test_explorer_text_is_readable():
@@ -544,14 +544,14 @@ def test_explorer_text_is_readable():
 
 
 def test_explorer_data():
-    verb_dog = worked.explorer_example("verb")
+    verb_dog = worked_edit.explorer_example("verb")
     assert torch.equal(verb_dog.x[4, :3], torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64))
     assert verb_dog.weights[1, 4].argmax().item() == 2  # head 2: dog, now a verb, looks at saw
     assert torch.equal(verb_dog.weights[0], mha.worked_example().weights[0])  # head 1 ignores types
-    assert worked.explorer_example().output.equal(mha.worked_example().output)
-    sharp = worked.explorer_example(temperature=0.5)
+    assert worked_edit.explorer_example().output.equal(mha.worked_example().output)
+    sharp = worked_edit.explorer_example(temperature=0.5)
     assert sharp.weights[0, 1, 0] > mha.worked_example().weights[0, 1, 0]
-    alt = worked.explorer_alt("verb", temperature=1)
+    alt = worked_edit.explorer_alt("verb", temperature=1)
     assert "head 2: dog's largest weight 0.42 on token 3 (saw) and 5 (dog)" in alt
     summary = worked_example_figures.explorer_summary(verb_dog)
     assert summary.splitlines()[0] == "token 5 (dog): det 0, noun 0, verb 1; temperature 1"
@@ -568,14 +568,14 @@ def test_explorer_data():
         "0.056",
         "0.416",
     ]
-    det_dog = worked.explorer_example("det")
+    det_dog = worked_edit.explorer_example("det")
     assert [f"{w:.3f}" for w in det_dog.weights[1, 4, [0, 3, 4]].tolist()] == [
         "0.306"
     ] * 3  # three determiners: e²/(3e² + 2)
-    none_dog = worked.explorer_example("none")
+    none_dog = worked_edit.explorer_example("none")
     assert torch.allclose(none_dog.weights[1, 4], torch.full((5,), 0.2, dtype=torch.float64))  # uniform
     with pytest.raises(ValueError, match=r"dog_type must be one of \['noun', 'verb', 'det', 'none'\], found 'adj'"):
-        worked.explorer_example("adj")
+        worked_edit.explorer_example("adj")
 
 
 def test_check_row_honours_2_decimals():

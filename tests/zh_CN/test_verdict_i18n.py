@@ -1,20 +1,23 @@
-"""Checker verdicts in the reader's language: the phrasebook, the layout, the choice of language.
+"""Checker verdicts in the reader's language: templates, the phrasebooks, the layout, the language.
 
-Every verdict any test creates is also rendered in Chinese and checked (tests/conftest.py); this file
-tests the mechanism itself and the phrasebooks as data.
+A checker says each message once with ``say(template, **args)``; the phrasebooks are extracted from those
+calls (``scripts/verdict_strings.py``). Every verdict any test creates is also rendered in Chinese and
+checked (tests/conftest.py); this file tests the mechanism itself and the phrasebooks as data.
 """
 
 from __future__ import annotations
 
 import json
+import pickle
 import re
+import string
 import sys
 from pathlib import Path
 
 import pytest
 
 from mha.chapters.checking import answers, verdict_i18n
-from mha.chapters.checking.verdict_i18n import english_left, normalise, translate, width, wrap
+from mha.chapters.checking.verdict_i18n import Message, english_left, normalise, say, say_in, width, wrap
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -22,8 +25,9 @@ sys.path.insert(0, str(ROOT / "_ext"))
 
 import i18n  # noqa: E402
 import mha_i18n  # noqa: E402
+import verdict_strings  # noqa: E402
 
-FIELD = re.compile(r"\{(\w+)(?::\w+)?\}")
+FIELDS = string.Formatter()
 
 
 @pytest.mark.parametrize(
@@ -55,27 +59,47 @@ def test_the_language_follows_set_language_then_mha_lang(monkeypatch):
 
 def test_jupyter_shows_the_current_language_and_stores_both(monkeypatch):
     monkeypatch.delenv("MHA_LANG", raising=False)
-    verdict = answers.wrong("t", "weights", "first part to fix: scores")
+    verdict = answers.wrong("t", "weights", say("first part to fix: {part}", part="scores"))
     data, metadata = verdict._repr_mimebundle_()
     assert data == {"text/plain": verdict.render("en")}
     assert metadata["mha"]["verdict"]["en"] == verdict.render("en")
-    assert metadata["mha"]["verdict"]["zh_CN"].splitlines()[1] == "  weights：错误"
+    assert metadata["mha"]["verdict"]["zh_CN"].splitlines()[1:] == ["  weights：错误", "  提示：首先要改的部分：scores"]
 
 
-def test_a_template_matches_clause_by_clause_and_copies_values():
-    line = "answer must be a number, found the string '0.4' (write it without quotes)"
-    assert translate(line) == "answer 应是一个数，实际是字符串 '0.4'（去掉引号再写）"
-    # a typed placeholder takes only its kind; a phrase never matches inside a word
-    assert translate("x must hold 3 numbers, found shape (2, 2)") == "x 应包含 3 个数，实际形状为 (2, 2)"
-    assert translate("incorrect") == "incorrect"
-    # text the phrasebook does not know comes back unchanged, indentation kept
-    assert translate("  nothing here matches") == "  nothing here matches"
-    assert translate("  hint: nothing here matches") == "  提示：nothing here matches"
+SHAPE = "{name} must hold {length} numbers, found shape {shape}"
+
+
+def test_a_message_is_its_english_text_and_keeps_its_template():
+    message = say(SHAPE, name="x", length=3, shape=(2, 2))
+    assert isinstance(message, Message) and isinstance(message, str)
+    assert message == "x must hold 3 numbers, found shape (2, 2)"
+    assert message.template == SHAPE and message.args == {"name": "x", "length": 3, "shape": (2, 2)}
+    again = pickle.loads(pickle.dumps(message))
+    assert again == message and again.template == SHAPE
+    moved = say("hint: {hint}", hint=message).indented(4)
+    assert moved == "    hint: x must hold 3 numbers, found shape (2, 2)" and moved.args["hint"] is message
+    with pytest.raises(KeyError):
+        say(SHAPE, name="x")
+
+
+def test_a_message_is_said_from_its_templates_translation():
+    message = say(SHAPE, name="x", length=3, shape=(2, 2))
+    assert say_in(message, "zh_CN") == "x 应包含 3 个数，实际形状为 (2, 2)"
+    # an argument that is a message is said in the same language; indentation is kept
+    assert say_in(say("  hint: {hint}", hint=message), "zh_CN") == "  提示：x 应包含 3 个数，实际形状为 (2, 2)"
+    # a number is formatted as the English template formats it, in either language
+    close = answers.compare_number(0.80, 0.84, decimals=2).message
+    assert "found 0.8," in close and "你给的是 0.8，" in say_in(close, "zh_CN")
+    # a template made of fields only needs no entry; one the phrasebook lacks stays English
+    assert say_in(say("  {detail}", detail=say("correct")), "zh_CN") == "  正确"
+    assert say_in(say("nothing here matches {x}", x=1), "zh_CN") == "nothing here matches 1"
+    # anything that is not a message (code, a learner's own words) is shown as it is
+    assert say_in("weights", "zh_CN") == "weights"
 
 
 def test_english_is_returned_untouched():
-    line = "  close: give 2 decimals (found 0.8, the answer to 2 decimals is …?)"
-    assert translate(line, "en") == line
+    message = answers.compare_number(0.8, 0.84, decimals=2).message
+    assert say_in(message, "en") == str(message) == "close: give 2 decimals (found 0.8, the answer to 2 decimals is …?)"
 
 
 def test_wrap_counts_a_cjk_character_as_two_columns():
@@ -98,7 +122,7 @@ def test_english_left_finds_sentences_not_code():
 
 
 # --------------------------------------------------------------------------------------------
-# The phrasebooks as data
+# The phrasebooks as data, extracted from the code
 # --------------------------------------------------------------------------------------------
 
 BOOKS = verdict_i18n.phrasebook_files("zh_CN")
@@ -108,37 +132,58 @@ def test_there_are_phrasebooks():
     assert len(BOOKS) >= 5 and sum(len(json.loads(p.read_text(encoding="utf-8"))) for p in BOOKS) >= 200
 
 
-@pytest.mark.parametrize("path", BOOKS, ids=lambda p: p.name)
-def test_each_phrase_keeps_its_placeholders_numbers_and_terms(path):
+def test_the_phrasebooks_hold_exactly_what_the_checkers_say():
+    """Each topic's phrasebook translates every template its modules say, and holds nothing else:
+    ``python scripts/i18n.py strings`` lists what is new or gone (``--write`` adds and drops them)."""
+    _, problems = verdict_strings.said()
+    assert problems == [], "\n".join(problems)
+    found = verdict_strings.differences()
+    assert found == {}, verdict_strings.report(found)
+
+
+def test_the_extraction_reads_each_say_call():
+    source = 'say("a {x}", x=1)\nanswers.say("b " "c")\nsay(f"d {y}")\nprint("e")\n'
+    assert verdict_strings.say_calls(source) == [(1, "a {x}"), (2, "b c"), (3, None)]
+
+
+def _names(template: str) -> list[str]:
+    return [name for _, name, _, _ in FIELDS.parse(template) if name is not None]
+
+
+def _literal(template: str) -> str:
+    return "".join(literal for literal, *_ in FIELDS.parse(template))
+
+
+@pytest.mark.parametrize("path", BOOKS, ids=lambda p: p.parent.name)
+def test_each_translation_keeps_its_fields_numbers_and_terms(path):
     problems = []
     for en, zh in json.loads(path.read_text(encoding="utf-8")).items():
         if not zh:
             problems.append(f"{en!r}: untranslated")
             continue
-        names = FIELD.findall(en)
-        if len(names) != len(set(names)):
-            problems.append(f"{en!r}: a placeholder name appears twice (use name2)")
-        if sorted(names) != sorted(FIELD.findall(zh)):
-            problems.append(f"{en!r}: placeholders {sorted(names)} -> {sorted(FIELD.findall(zh))}")
-        digits = [FIELD.sub("", t) for t in (en, zh)]
-        if sorted(re.findall(r"\d+", digits[0])) != sorted(re.findall(r"\d+", digits[1])):
+        plain = [(name, spec, conversion) for _, name, spec, conversion in FIELDS.parse(zh) if name is not None]
+        if any(spec or conversion for _, spec, conversion in plain):
+            problems.append(f"{zh!r}: a translation's fields are plain names (the English template formats them)")
+        if set(_names(en)) != set(_names(zh)):
+            problems.append(f"{en!r}: fields {sorted(set(_names(en)))} -> {sorted(set(_names(zh)))}")
+        if sorted(re.findall(r"\d+", _literal(en))) != sorted(re.findall(r"\d+", _literal(zh))):
             problems.append(f"{en!r}: numbers differ in {zh!r}")
         problems += [f"{zh!r}: {p}" for p in i18n.rendering_problems(zh)]
-        left = english_left(FIELD.sub("", zh))
+        left = english_left(_literal(zh))
         if left:
             problems.append(f"{zh!r}: English left: {left}")
     assert not problems, "\n".join(problems)
 
 
-def test_no_phrase_is_in_two_phrasebooks():
-    seen: dict[str, str] = {}
-    twice = []
+def test_a_template_in_two_phrasebooks_reads_the_same_in_both():
+    seen: dict[str, tuple[str, str]] = {}
+    differ = []
     for path in BOOKS:
-        for en in json.loads(path.read_text(encoding="utf-8")):
-            if en in seen:
-                twice.append(f"{en!r}: {seen[en]} and {path.name}")
-            seen[en] = path.name
-    assert not twice, "\n".join(twice)
+        for en, zh in json.loads(path.read_text(encoding="utf-8")).items():
+            if en in seen and seen[en][1] != zh:
+                differ.append(f"{en!r}: {seen[en][0]} says {seen[en][1]!r}, {path.parent.name} {zh!r}")
+            seen.setdefault(en, (path.parent.name, zh))
+    assert not differ, "\n".join(differ)
 
 
 def test_a_bad_placeholder_kind_is_named(tmp_path):
@@ -152,7 +197,7 @@ def test_a_bad_placeholder_kind_is_named(tmp_path):
 
 
 def test_the_book_finds_each_stored_verdicts_translation(tmp_path):
-    verdict = answers.wrong("causal_mask", "values", "x must hold 3 numbers, found shape (2, 2)")
+    verdict = answers.wrong("causal_mask", "values", say(SHAPE, name="x", length=3, shape=(2, 2)))
     data, metadata = verdict._repr_mimebundle_()
     output = {"output_type": "execute_result", "data": data, "metadata": metadata, "execution_count": 1}
     plain = {"output_type": "stream", "name": "stdout", "text": "causal_mask\n"}

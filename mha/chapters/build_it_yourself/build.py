@@ -17,11 +17,14 @@ import torch
 import torch.nn.functional as F
 
 from .. import chapter
-from ..checking.answers import Verdict, malformed, right, wrong
+from ..checking.answers import Message, Verdict, malformed, right, say, wrong
 from .build_diagnosis import (
+    UNBATCHED_HINT,
     changed_inputs,
     close,
     diagnose_weights,
+    for_case,
+    raised_hint,
     read_returned,
     read_tensor,
     readable,
@@ -66,69 +69,23 @@ def _attention_cases():
             mask = torch.rand(t, s, generator=gen) < 0.5
             mask[torch.arange(t), torch.arange(t) % s] = True
             mask[torch.arange(t), (torch.arange(t) + 1) % s] = False
-        shape = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
-        shape += f", mask {tuple(mask.shape)}" if masked else ", no mask"
-        cases.append((f"the unbatched {shape} (no batch or head axis)" if not lead else shape, q, k, v, mask))
+        shapes = {"q": tuple(q.shape), "k": tuple(k.shape), "v": tuple(v.shape)}
+        if masked:
+            shape = say("q {q}, k {k}, v {v}, mask {mask}", **shapes, mask=tuple(mask.shape))
+        else:
+            shape = say("q {q}, k {k}, v {v}, no mask", **shapes)
+        where = say("the unbatched {shapes} (no batch or head axis)", shapes=shape) if not lead else shape
+        cases.append((where, q, k, v, mask))
     return cases
 
 
-#: Added to what goes wrong on the unbatched case, after the batched cases have passed.
-UNBATCHED_HINT = (
-    "your function works with batch and head axes but not without them: count the axes from the end "
-    "(k.transpose(-2, -1), softmax(dim=-1), q.shape[-1]) and give the mask no extra axis, so that "
-    "(T, Dh) inputs work too"
-)
-
-
-RAISED_HINTS = {
-    "leading": "it runs without the batch and head axes but not with them: count the axes from the "
-    "end, k.transpose(-2, -1) (k.T reverses every axis, k.transpose(1, 2) swaps heads and queries), "
-    "and use @ or torch.matmul (torch.bmm takes 3-D tensors only)",
-    "square": "it runs only when T == S, so a (T, S) tensor is used as (S, T) somewhere: the mask is "
-    "(T, S), one row per query, and a sum over the keys needs keepdim=True (e / e.sum(-1, keepdim=True))",
-    "broadcast": "two tensors of different shapes met in an elementwise operation: a sum or max over "
-    "the keys needs keepdim=True to divide each row by its own sum (e / e.sum(-1, keepdim=True)), and "
-    "the mask is (T, S), one row per query",
-    "widths": "it runs only when Dv == Dh: the output is (..., T, Dv) with Dv = v.shape[-1], so do not "
-    "give it q's shape",
-}
-
-
-def _why_it_raised(fn, q, k, v, mask) -> str | None:
-    """Which property of the inputs makes ``fn`` raise, found by running it on inputs that differ in
-    one property only: no leading axes, T == S, Dv == Dh. None when none of them helps."""
-
-    def runs(q, k, v, mask) -> bool:
-        return run_learner(fn, q.clone(), k.clone(), v.clone(), mask=None if mask is None else mask.clone())[1] is None
-
-    lead = q.dim() - 2
-    if lead and any(runs(q[(0,) * n], k[(0,) * n], v[(0,) * n], mask) for n in range(lead, 0, -1)):
-        return RAISED_HINTS["leading"]
-    t = q.shape[-2]
-    if k.shape[-2] > t and runs(q, k[..., :t, :], v[..., :t, :], None if mask is None else mask[:, :t]):
-        return RAISED_HINTS["square"]
-    if v.shape[-1] > q.shape[-1] and runs(q, k, v[..., : q.shape[-1]], mask):
-        return RAISED_HINTS["widths"]
-    return None
-
-
-def _raised_hint(fn, problem: str, q, k, v, mask) -> str | None:
-    """What to change when ``fn`` raised ``problem``: from :func:`_why_it_raised`, else from the error."""
-    if "NotImplementedError" in problem:
-        return None
-    hint = _why_it_raised(fn, q, k, v, mask)
-    if hint is None and "must match the size of tensor" in problem:
-        hint = RAISED_HINTS["broadcast"]
-    return hint
-
-
-def _attention_case(fn, title: str, where: str, q, k, v, mask) -> Verdict | None:
+def _attention_case(fn, title: Message, where: Message, q, k, v, mask) -> Verdict | None:
     """The verdict on one case of :func:`check_attention`, or None when ``fn`` gets it right."""
     passed = {"q": q.clone(), "k": k.clone(), "v": v.clone(), "mask": None if mask is None else mask.clone()}
     result, problem = run_learner(fn, passed["q"], passed["k"], passed["v"], mask=passed["mask"])
-    hint = _raised_hint(fn, problem, q, k, v, mask) if problem else None
+    hint = raised_hint(fn, problem, q, k, v, mask) if problem else None
     if hint:
-        return wrong(title, "shapes", f"for {where}, {problem}: {hint}")
+        return wrong(title, "shapes", say("for {where}, {problem}: {hint}", where=where, problem=problem, hint=hint))
     result, verdict = read_returned(title, where, result, problem, {"q": q, "k": k, "v": v, "mask": mask}, passed)
     if verdict:
         return verdict
@@ -136,25 +93,30 @@ def _attention_case(fn, title: str, where: str, q, k, v, mask) -> Verdict | None
     expected_w = attention_with_slip(q, k, v, mask)[1]
     shapes = tuple(tuple(r.shape) if isinstance(r, torch.Tensor) else None for r in result)
     if shapes == (tuple(expected_w.shape), tuple(expected_out.shape)) and expected_w.shape != expected_out.shape:
-        return wrong(title, "order", f"for {where}: output and weights are swapped: return (output, weights)")
+        return wrong(title, "order", for_case(where, say("output and weights are swapped: return (output, weights)")))
     weights, problem = read_tensor("weights", result[1], expected_w.shape, allow_nan=True)
     transposed = expected_w.shape[:-2] + (expected_w.shape[-1], expected_w.shape[-2])
     if problem and isinstance(result[1], torch.Tensor) and tuple(result[1].shape) == transposed:
-        problem += ": the scores are (T, S), q @ k.transpose(-2, -1), one row per query"
+        problem = say("{problem}: the scores are (T, S), q @ k.transpose(-2, -1), one row per query", problem=problem)
     if problem:
-        return wrong(title, "weights", f"for {where}: {problem}")
+        return wrong(title, "weights", for_case(where, problem))
     if not close(weights, expected_w):
         slips = [s for s in ATTENTION_SLIPS if (mask is not None or "mask" not in s)]
         named = next((s for s in slips if close(weights, attention_with_slip(q, k, v, mask, s)[1])), None)
         hint = ATTENTION_SLIPS[named] if named else diagnose_weights(weights, q, k, v, mask)
         if hint is None and q.shape[-2] == k.shape[-2]:
-            hint = "right when T != S but not here, where T == S: does your code treat that case apart?"
-        return wrong(title, "weights", f"for {where}: {hint or 'the weights differ: check the scores, mask, softmax'}")
+            hint = say("right when T != S but not here, where T == S: does your code treat that case apart?")
+        return wrong(
+            title, "weights", for_case(where, hint or say("the weights differ: check the scores, mask, softmax"))
+        )
     output, problem = read_tensor("output", result[0], expected_out.shape)
     if problem or not close(output, expected_out):
-        return wrong(title, "output", f"for {where}: {problem or 'the weights are right; the output is weights @ v'}")
+        return wrong(
+            title, "output", for_case(where, problem or say("the weights are right; the output is weights @ v"))
+        )
     if result[0].dtype != q.dtype:
-        return wrong(title, "dtype", f"for {where}: the output is {result[0].dtype}, the inputs {q.dtype}: keep it")
+        dtypes = say("the output is {found}, the inputs {expected}: keep it", found=result[0].dtype, expected=q.dtype)
+        return wrong(title, "dtype", for_case(where, dtypes))
     return None
 
 
@@ -170,18 +132,18 @@ def check_attention(fn) -> Verdict:
         q (..., T, Dh), k (..., S, Dh), v (..., S, Dv), mask broadcastable to (..., T, S)
         -> output (..., T, Dv), weights (..., T, S).
     """
-    title = "scaled_dot_product_attention"
+    title = say("{name}", name="scaled_dot_product_attention")
     if not callable(fn):
-        return malformed(title, f"give your function, found {type(fn).__name__}")
+        return malformed(title, say("give your function, found {type}", type=type(fn).__name__))
     for where, q, k, v, mask in _attention_cases():
         verdict = _attention_case(fn, title, where, q, k, v, mask)
         if verdict is not None:
             if q.dim() == 2:  # the batched cases passed: say what differs
-                verdict = Verdict(verdict.ok, verdict.first_error, (*verdict.lines, f"  {UNBATCHED_HINT}"))
+                verdict = Verdict(verdict.ok, verdict.first_error, (*verdict.lines, UNBATCHED_HINT.indented(2)))
             return verdict
     return right(
         title,
-        "correct: equal to F.scaled_dot_product_attention on every shape and mask tried, batched and unbatched",
+        say("correct: equal to F.scaled_dot_product_attention on every shape and mask tried, batched and unbatched"),
     )
 
 
@@ -193,40 +155,52 @@ def check_attention(fn) -> Verdict:
 @readable
 def check_causal_mask(fn) -> Verdict:
     """Step 2: ``fn(T)`` returns the boolean (T, T) causal mask, True = may attend (key j <= query i)."""
-    title = "causal_mask"
+    title = say("{name}", name="causal_mask")
     if not callable(fn):
-        return malformed(title, f"give your function, found {type(fn).__name__}")
+        return malformed(title, say("give your function, found {type}", type=type(fn).__name__))
     for seq_len in (4, 7, 1):
         expected = torch.ones(seq_len, seq_len, dtype=torch.bool).tril()  # (T, T)
         mask, problem = run_learner(fn, seq_len)
         if problem:
-            return malformed(title, f"for T = {seq_len}, {problem}")
+            return malformed(title, say("for T = {t}, {problem}", t=seq_len, problem=problem))
         if not isinstance(mask, torch.Tensor):
-            return malformed(title, f"for T = {seq_len}, your function returned {type(mask).__name__}, not a tensor")
-        if tuple(mask.shape) != (seq_len, seq_len):
-            return wrong(
-                title, "shape", f"for T = {seq_len}: expected ({seq_len}, {seq_len}), found {tuple(mask.shape)}"
+            return malformed(
+                title,
+                say("for T = {t}, your function returned {type}, not a tensor", t=seq_len, type=type(mask).__name__),
             )
+        if tuple(mask.shape) != (seq_len, seq_len):
+            found = say("expected {expected}, found {found}", expected=(seq_len, seq_len), found=tuple(mask.shape))
+            return wrong(title, "shape", say("for T = {t}: {problem}", t=seq_len, problem=found))
         if mask.dtype != torch.bool:
-            hint = "return a boolean mask (dtype torch.bool), True = may attend"
             if mask.is_floating_point() and bool((mask == float("-inf")).any()):
-                hint += ": an additive float mask (0 and -inf) is the other convention"
-            return wrong(title, "dtype", f"for T = {seq_len}: found {mask.dtype}; {hint}")
+                hint = say(
+                    "found {dtype}; return a boolean mask (dtype torch.bool), True = may attend: an additive "
+                    "float mask (0 and -inf) is the other convention",
+                    dtype=mask.dtype,
+                )
+            else:
+                hint = say(
+                    "found {dtype}; return a boolean mask (dtype torch.bool), True = may attend", dtype=mask.dtype
+                )
+            return wrong(title, "dtype", say("for T = {t}: {problem}", t=seq_len, problem=hint))
         mask = mask.detach().cpu()
         if torch.equal(mask, expected):
             continue
         slips = [
-            (~expected, "True must mean *may attend*: that is the blocked mask (nn.MultiheadAttention's attn_mask)"),
-            (expected.tril(-1), "a token may attend to itself: keep the diagonal (tril, not tril(-1))"),
+            (
+                ~expected,
+                say("True must mean *may attend*: that is the blocked mask (nn.MultiheadAttention's attn_mask)"),
+            ),
+            (expected.tril(-1), say("a token may attend to itself: keep the diagonal (tril, not tril(-1))")),
             (
                 torch.ones_like(expected).tril(1),
-                "tril(diagonal=1) also lets each token see the next one: use tril(), diagonal 0",
+                say("tril(diagonal=1) also lets each token see the next one: use tril(), diagonal 0"),
             ),
-            (expected.T, "row i is query i, which may see keys j <= i: that is the transpose (use tril)"),
+            (expected.T, say("row i is query i, which may see keys j <= i: that is the transpose (use tril)")),
         ]
-        hint = next((h for m, h in slips if torch.equal(mask, m)), "query i may attend key j exactly when j <= i")
-        return wrong(title, "values", f"for T = {seq_len}: {hint}")
-    return right(title, "correct: True on and below the diagonal for every T tried")
+        hint = next((h for m, h in slips if torch.equal(mask, m)), say("query i may attend key j exactly when j <= i"))
+        return wrong(title, "values", say("for T = {t}: {problem}", t=seq_len, problem=hint))
+    return right(title, say("correct: True on and below the diagonal for every T tried"))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -238,71 +212,92 @@ def check_causal_mask(fn) -> Verdict:
 def check_split_merge(split_heads, merge_heads) -> Verdict:
     """Step 3: ``split_heads(x, num_heads)``: (B, T, D) -> (B, H, T, Dh), head i holding features
     i·Dh … (i+1)·Dh − 1 (PyTorch's layout); ``merge_heads``: its inverse, (B, H, T, Dh) -> (B, T, D)."""
-    title = "split_heads and merge_heads"
+    title = say("{first} and {second}", first="split_heads", second="merge_heads")
     for name, fn in (("split_heads", split_heads), ("merge_heads", merge_heads)):
         if not callable(fn):
-            return malformed(title, f"give {name} as a function, found {type(fn).__name__}")
+            return malformed(title, say("give {name} as a function, found {type}", name=name, type=type(fn).__name__))
     gen = torch.Generator().manual_seed(3)
     for b, t, d, h in [(2, 5, 12, 3), (1, 3, 8, 2), (3, 2, 6, 6), (2, 4, 8, 1)]:
         x = torch.randn(b, t, d, generator=gen, dtype=torch.float64)  # (B, T, D)
-        where, expected = f"x of shape {(b, t, d)}, num_heads = {h}", split_with_slip(x, h)
+        where, expected = say("x of shape {shape}, num_heads = {h}", shape=(b, t, d), h=h), split_with_slip(x, h)
         given = x.clone()
         heads, problem = run_learner(split_heads, given, h)
         if problem and "NotImplementedError" not in problem and t % h:
             even = torch.randn(b, h * 2, d, generator=gen, dtype=torch.float64)  # T a multiple of H
             if run_learner(split_heads, even, h)[1] is None:
-                problem += (
-                    ": it runs only when T is a multiple of num_heads, so it cuts the tokens; cut the "
-                    "features (the last axis, D = H·Dh) into the heads, view(B, T, H, Dh)"
+                problem = say(
+                    "{problem}: it runs only when T is a multiple of num_heads, so it cuts the tokens; cut the "
+                    "features (the last axis, D = H·Dh) into the heads, view(B, T, H, Dh)",
+                    problem=problem,
                 )
         if problem:
-            return malformed(title, f"split_heads, for {where}: {problem}")
+            return malformed(title, say("split_heads, for {where}: {problem}", where=where, problem=problem))
         changed = changed_inputs({"x": x}, {"x": given})
         if changed:
-            return wrong(title, "split_heads", f"for {where}: {changed}")
+            return wrong(title, "split_heads", for_case(where, changed))
         got, problem = read_tensor("split_heads(x)", heads, expected.shape)
         if problem:
             found = tuple(heads.shape) if isinstance(heads, torch.Tensor) else None
             if found == (b, t, h, d // h):
-                problem += ": move the head axis before the tokens, transpose(1, 2)"
+                problem = say("{problem}: move the head axis before the tokens, transpose(1, 2)", problem=problem)
             elif found and len(found) == 4 and found[0] == b and found[1] != h and found[1] * found[3] == d:
-                problem += f": that is {found[1]} heads, not num_heads = {h}: use the argument num_heads"
-            return wrong(title, "split_heads", f"for {where}: {problem}")
+                problem = say(
+                    "{problem}: that is {heads} heads, not num_heads = {h}: use the argument num_heads",
+                    problem=problem,
+                    heads=found[1],
+                    h=h,
+                )
+            return wrong(title, "split_heads", for_case(where, problem))
         if not torch.equal(got, expected):
             named = next((s for s in SPLIT_SLIPS if torch.equal(got, split_with_slip(x, h, s))), None)
             hint = (
                 SPLIT_SLIPS[named]
                 if named
-                else "head i (counting from 0) must hold features i·Dh … (i+1)·Dh − 1 of every token"
+                else say("head i (counting from 0) must hold features i·Dh … (i+1)·Dh − 1 of every token")
             )
-            return wrong(title, "split_heads", f"for {where}: {hint}")
+            return wrong(title, "split_heads", for_case(where, hint))
         # a fresh contiguous (B, H, T, Dh) tensor, as attention's output is: a view of its transpose fails
         heads_given = expected.clone(memory_format=torch.contiguous_format)
         merged, problem = run_learner(merge_heads, heads_given)
         if problem and "view" in problem and h > 1 and t > 1:
-            problem += (
-                ": after transpose(1, 2) the tensor is not contiguous, so .view cannot merge it; "
-                "use .reshape(B, T, D) or .contiguous().view(B, T, D)"
+            problem = say(
+                "{problem}: after transpose(1, 2) the tensor is not contiguous, so .view cannot merge it; "
+                "use .reshape(B, T, D) or .contiguous().view(B, T, D)",
+                problem=problem,
             )
         if problem:
-            return malformed(title, f"merge_heads, for a contiguous (B, H, T, Dh) input and {where}: {problem}")
+            return malformed(
+                title,
+                say(
+                    "merge_heads, for a contiguous (B, H, T, Dh) input and {where}: {problem}",
+                    where=where,
+                    problem=problem,
+                ),
+            )
         changed = changed_inputs({"heads": expected}, {"heads": heads_given})
         if changed:
-            return wrong(title, "merge_heads", f"for {where}: {changed}")
+            return wrong(title, "merge_heads", for_case(where, changed))
         back, problem = read_tensor("merge_heads(heads)", merged, x.shape)
         if problem:
             found = tuple(merged.shape) if isinstance(merged, torch.Tensor) else None
             if found == (b, h * t, d // h):
-                problem += ": that stacks the heads vertically; concatenate them along the features"
+                problem = say(
+                    "{problem}: that stacks the heads vertically; concatenate them along the features", problem=problem
+                )
             elif found == (b, t, d // h) and h > 1:
-                problem += ": the heads were averaged or summed; concatenate them along the features, (B, T, H·Dh)"
-            return wrong(title, "merge_heads", f"for {where}: {problem}")
+                problem = say(
+                    "{problem}: the heads were averaged or summed; concatenate them along the features, (B, T, H·Dh)",
+                    problem=problem,
+                )
+            return wrong(title, "merge_heads", for_case(where, problem))
         if not torch.equal(back, x):
-            hint = "merge_heads(split_heads(x)) must give x back"
+            hint = say("merge_heads(split_heads(x)) must give x back")
             if h > 1 and t > 1 and torch.equal(back, expected.reshape(b, t, d)):
-                hint = "tokens are mixed: transpose(1, 2) back to (B, T, H, Dh) before the reshape to (B, T, D)"
-            return wrong(title, "merge_heads", f"for {where}: {hint}")
-    return right(title, "correct: PyTorch's head layout, and merge_heads(split_heads(x)) == x for every shape tried")
+                hint = say("tokens are mixed: transpose(1, 2) back to (B, T, H, Dh) before the reshape to (B, T, D)")
+            return wrong(title, "merge_heads", for_case(where, hint))
+    return right(
+        title, say("correct: PyTorch's head layout, and merge_heads(split_heads(x)) == x for every shape tried")
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -311,10 +306,32 @@ def check_split_merge(split_heads, merge_heads) -> Verdict:
 
 
 #: Said when two calls on the same input differ.
-RANDOM_HINT = (
+RANDOM_HINT = say(
     "two calls on the same input give different outputs: dropout is active after .eval(); use "
     "nn.Dropout, or F.dropout(w, p, training=self.training)"
 )
+
+#: Where a case of :func:`check_multi_head_attention` runs: its kind, and the sizes in brackets.
+MODULE_CASES = {
+    "self-attention": lambda **sizes: say(
+        "self-attention (d_model = {d_model}, h = {h}, B = {b}, T = {t}, S = {s})", **sizes
+    ),
+    "cross-attention": lambda **sizes: say(
+        "cross-attention (d_model = {d_model}, h = {h}, B = {b}, T = {t}, S = {s})", **sizes
+    ),
+    "self-attention with a causal mask": lambda **sizes: say(
+        "self-attention with a causal mask (d_model = {d_model}, h = {h}, B = {b}, T = {t}, S = {s})", **sizes
+    ),
+    "cross-attention with T == S": lambda **sizes: say(
+        "cross-attention with T == S (d_model = {d_model}, h = {h}, B = {b}, T = {t}, S = {s})", **sizes
+    ),
+    "self-attention with a random mask": lambda **sizes: say(
+        "self-attention with a random mask (d_model = {d_model}, h = {h}, B = {b}, T = {t}, S = {s})", **sizes
+    ),
+    "cross-attention with a random mask": lambda **sizes: say(
+        "cross-attention with a random mask (d_model = {d_model}, h = {h}, B = {b}, T = {t}, S = {s})", **sizes
+    ),
+}
 
 
 @readable
@@ -331,9 +348,9 @@ def check_multi_head_attention(cls) -> Verdict:
     Shapes:
         query (B, T, D), key and value (B, S, D), mask (T, S) -> output (B, T, D), weights (B, H, T, S).
     """
-    title = "MultiHeadAttention"
+    title = say("{name}", name="MultiHeadAttention")
     if not callable(cls):
-        return malformed(title, f"give your class, found {type(cls).__name__}")
+        return malformed(title, say("give your class, found {type}", type=type(cls).__name__))
     gen = torch.Generator().manual_seed(4)
     for d_model, num_heads, where, b, t, s, mask_kind in [
         (12, 3, "self-attention", 2, 5, 5, None),
@@ -351,16 +368,27 @@ def check_multi_head_attention(cls) -> Verdict:
         verdict = _module_case(module, ref, params, title, where, b, t, s, d_model, num_heads, mask_kind, gen)
         if verdict is not None:
             if missing:  # name both: what the computation gets wrong, and the missing bias
-                lines = (*verdict.lines[:-1], f"{verdict.lines[-1]}; also, {bias_note(missing)}")
-                return Verdict(False, verdict.first_error, lines)
+                also = say("{hint}; also, {note}", hint=verdict.lines[-1], note=bias_note(missing))
+                return Verdict(False, verdict.first_error, (*verdict.lines[:-1], also))
             return verdict
     if missing:  # the layout of the last case: every case builds the same class
-        return wrong(title, missing[0], f"the computation is right without it, but {bias_note(missing)}")
-    fused = f" (one input projection, self.{params['fused']}, read as its in_proj: rows of q, k, v)"
+        return wrong(title, missing[0], say("the computation is right without it, but {note}", note=bias_note(missing)))
+    if params["fused"]:
+        return right(
+            title,
+            say(
+                "correct: equal to nn.MultiheadAttention with 3 heads and with 2, for self-attention, "
+                "cross-attention, a causal mask and a random one (one input projection, self.{name}, read as its "
+                "in_proj: rows of q, k, v)",
+                name=params["fused"],
+            ),
+        )
     return right(
         title,
-        "correct: equal to nn.MultiheadAttention with 3 heads and with 2, for self-attention, "
-        f"cross-attention, a causal mask and a random one{fused if params['fused'] else ''}",
+        say(
+            "correct: equal to nn.MultiheadAttention with 3 heads and with 2, for self-attention, "
+            "cross-attention, a causal mask and a random one"
+        ),
     )
 
 
@@ -377,7 +405,7 @@ def _module_case(module, ref, params, title, where, b, t, s, d_model, num_heads,
     mask = random_mask(t, s, gen) if mask_kind == "random" else None
     if mask_kind == "causal":
         mask = torch.ones(t, s, dtype=torch.bool).tril()  # (T, S)
-    where = f"{where} (d_model = {d_model}, h = {num_heads}, B = {b}, T = {t}, S = {s})"
+    where = MODULE_CASES[where](d_model=d_model, h=num_heads, b=b, t=t, s=s)
     originals = {"query": query, "key": key, "value": value, "mask": mask}
     passed = {name: None if x is None else x.clone() for name, x in originals.items()}
     with torch.no_grad():
@@ -386,26 +414,36 @@ def _module_case(module, ref, params, title, where, b, t, s, d_model, num_heads,
         )  # nn.MultiheadAttention: True = blocked
         result, problem = run_learner(module, passed["query"], passed["key"], passed["value"], mask=passed["mask"])
     if problem and re.search(r"positional argument|multiple values for argument|unexpected keyword", problem):
-        problem += ": forward takes (query, key, value, mask=None), as nn.MultiheadAttention's does"
+        problem = say(
+            "{problem}: forward takes (query, key, value, mask=None), as nn.MultiheadAttention's does", problem=problem
+        )
     result, verdict = read_returned(title, where, result, problem, originals, passed)
     if verdict:
         return verdict
     weights, problem = read_tensor("weights", result[1], expected_w.shape, allow_nan=True)
     found = tuple(result[1].shape) if isinstance(result[1], torch.Tensor) else None
     if problem and found == (b, t, s):
-        problem += ": the weights are averaged over the heads; return each head's, (B, H, T, S)"
+        problem = say(
+            "{problem}: the weights are averaged over the heads; return each head's, (B, H, T, S)", problem=problem
+        )
     elif problem and found == (b, d_model // num_heads, t, s) and d_model // num_heads != num_heads:
-        problem += (
-            f": that is {found[1]} heads of width {num_heads}: head_dim and num_heads are swapped; "
-            "view(B, T, num_heads, head_dim)"
+        problem = say(
+            "{problem}: that is {heads} heads of width {width}: head_dim and num_heads are swapped; "
+            "view(B, T, num_heads, head_dim)",
+            problem=problem,
+            heads=found[1],
+            width=num_heads,
         )
     elif problem and found == (t, num_heads, b, b if s == t else s) and b != t:
-        problem += ": your layer reads its inputs as (T, B, D), sequence first; they are batch first, (B, T, D)"
+        problem = say(
+            "{problem}: your layer reads its inputs as (T, B, D), sequence first; they are batch first, (B, T, D)",
+            problem=problem,
+        )
     elif problem and s != t and found == (b, ref.num_heads, t, t):
-        problem += f": {MHA_SLIPS['kv_from_query']}"
+        problem = say("{problem}: {hint}", problem=problem, hint=MHA_SLIPS["kv_from_query"])
     output, out_problem = read_tensor("output", result[0], expected.shape, allow_nan=True)
     if problem or out_problem:
-        return wrong(title, "weights" if problem else "output", f"for {where}: {problem or out_problem}")
+        return wrong(title, "weights" if problem else "output", for_case(where, problem or out_problem))
     if close(output, expected) and close(weights, expected_w):
         return None
     cross = key is not query
@@ -419,9 +457,9 @@ def _module_case(module, ref, params, title, where, b, t, s, d_model, num_heads,
     ]
     named = next((x for x in slips if close(output, mha_with_slip(params, query, key, value, mask, x)[0])), None)
     if named:
-        return wrong(title, "output", f"for {where}: {MHA_SLIPS[named]}")
+        return wrong(title, "output", for_case(where, MHA_SLIPS[named]))
     if close(output, expected):
-        return wrong(title, "weights", f"for {where}: the output is right, the weights returned are not")
+        return wrong(title, "weights", for_case(where, say("the output is right, the weights returned are not")))
     with torch.no_grad():
         again, _ = run_learner(module, query.clone(), key.clone(), value.clone(), mask=mask)
     if (
@@ -429,19 +467,21 @@ def _module_case(module, ref, params, title, where, b, t, s, d_model, num_heads,
         and isinstance(again[0], torch.Tensor)
         and not close(again[0].detach().cpu().to(torch.float64), output)
     ):
-        return wrong(title, "output", f"for {where}: {RANDOM_HINT}")
-    # the reader knows the multi-head-math chapter by its number; the phrasebook keys this exact text
-    math = chapter("multi_head_math").number
-    hint = f"check each step against chapter {math}: project, split, attend, merge, out_proj"
+        return wrong(title, "output", for_case(where, RANDOM_HINT))
+    # the reader knows the multi-head-math chapter by its number
+    hint = say(
+        "check each step against chapter {chapter}: project, split, attend, merge, out_proj",
+        chapter=chapter("multi_head_math").number,
+    )
     rows = output.var(-1, unbiased=False)
     if torch.allclose(output.mean(-1), torch.zeros_like(rows), atol=1e-6) and torch.allclose(
         rows, torch.ones_like(rows), atol=1e-3
     ):
-        hint = (
+        hint = say(
             "each output row has mean 0 and variance 1: a LayerNorm inside the module? "
             "The layer returns out_proj(...); normalisation belongs to the block around it"
         )
     if not torch.isfinite(output).all():
-        hint = "the output holds NaN or infinity: is a whole row blocked, or -inf added outside the mask?"
-    return wrong(title, "output", f"for {where}: {hint}")
+        hint = say("the output holds NaN or infinity: is a whole row blocked, or -inf added outside the mask?")
+    return wrong(title, "output", for_case(where, hint))
     return None

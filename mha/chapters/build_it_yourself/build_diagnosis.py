@@ -5,7 +5,9 @@ the helpers every checker of the chapter uses to run the learner's code and read
 Each function reads the learner's result (float64 tensors) and returns one sentence, or None when the
 property holds: whether an input was changed in place, whether the weights are positive and each
 query's sum to 1 (or the queries' instead), whether blocked keys get weight, and which scale the
-scores were divided by, found from the weights themselves (:func:`infer_scale`).
+scores were divided by, found from the weights themselves (:func:`infer_scale`). When the learner's
+attention raises instead, :func:`raised_hint` names the property of the inputs that makes it fail
+(leading axes, T != S, Dv != Dh), found by running it on inputs that differ in that one property.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from ..checking.answers import Verdict, fit_to_page, malformed, wrong
+from ..checking.answers import Message, Verdict, fit_to_page, malformed, say, wrong
 
 # ------------------------------------------------------------------------------------------------
 # Running the learner's code without letting it raise, and reading what it returned
@@ -55,25 +57,33 @@ def run_learner(fn, *args, **kwargs):
     try:
         return fn(*args, **kwargs), None
     except NotImplementedError:
-        return None, "it raised NotImplementedError: replace the `raise` line with your code"
+        return None, say("it raised NotImplementedError: replace the `raise` line with your code")
     except Exception as error:  # the learner's code: report it, never propagate it
-        line = learner_line(error)
-        where = f" at {line}" if line else ""
-        return None, f"it raised {type(error).__name__}{where}: “{error}”"
+        line, name = learner_line(error), type(error).__name__
+        if line:
+            return None, say("it raised {name} at {line}: “{error}”", name=name, line=line, error=str(error))
+        return None, say("it raised {name}: “{error}”", name=name, error=str(error))
 
 
-def read_tensor(name: str, value, shape: tuple, *, allow_nan: bool = False) -> tuple[torch.Tensor | None, str | None]:
+def read_tensor(
+    name: str, value, shape: tuple, *, allow_nan: bool = False
+) -> tuple[torch.Tensor | None, Message | None]:
     """``value`` as a float64 CPU tensor of ``shape``, or ``(None, what is wrong with it)``; NaN and
     infinity are refused unless ``allow_nan`` (a slip can be named first, then the NaN reported)."""
     if not isinstance(value, torch.Tensor):
-        return None, f"{name} must be a tensor, found {type(value).__name__}"
+        return None, say("{name} must be a tensor, found {type}", name=name, type=type(value).__name__)
     if not (value.is_floating_point() or value.dtype == torch.bool):
-        return None, f"{name} must be a float tensor, found dtype {value.dtype}"
+        return None, say("{name} must be a float tensor, found dtype {dtype}", name=name, dtype=value.dtype)
     if tuple(value.shape) != tuple(shape):
-        return None, f"{name} must have shape {tuple(shape)}, found {tuple(value.shape)}"
+        return None, say(
+            "{name} must have shape {expected}, found {found}",
+            name=name,
+            expected=tuple(shape),
+            found=tuple(value.shape),
+        )
     value = value.detach().cpu().to(torch.float64)
     if not allow_nan and not torch.isfinite(value).all():
-        return None, f"{name} holds NaN or infinity"
+        return None, say("{name} holds NaN or infinity", name=name)
     return value, None
 
 
@@ -85,7 +95,7 @@ def readable(check):
     def wrapper(*args, **kwargs) -> Verdict:
         verdict = check(*args, **kwargs)
         if any("NotImplementedError" in line for line in verdict.lines[1:]):
-            note = (
+            note = say(
                 "  not written yet: replace `raise NotImplementedError(...)` with your code, then run this cell again"
             )
             verdict = Verdict(ok=False, first_error="not written", lines=(verdict.lines[0], note))
@@ -94,26 +104,38 @@ def readable(check):
     return wrapper
 
 
-def read_pair(result, where: str):
-    """The learner's ``(output, weights)``, or a problem."""
-    if not isinstance(result, (tuple, list)) or len(result) != 2:
-        found = f"a {type(result).__name__}" + (
-            f" of length {len(result)}" if isinstance(result, (tuple, list)) else ""
+def for_case(where, problem: Message) -> Message:
+    """``for <the case>: <what is wrong>``, the hint of a verdict on one case (``where``: the case)."""
+    return say("for {where}: {problem}", where=where, problem=problem)
+
+
+def read_pair(result, where: Message):
+    """The learner's ``(output, weights)``, or a problem (``where``: the case it was given)."""
+    if isinstance(result, (tuple, list)) and len(result) != 2:
+        found = say(
+            "return a pair (output, weights), found a {type} of length {length}",
+            type=type(result).__name__,
+            length=len(result),
         )
-        return None, f"{where}: return a pair (output, weights), found {found}"
+        return None, for_case(where, found)
+    if not isinstance(result, (tuple, list)):
+        found = say("return a pair (output, weights), found a {type}", type=type(result).__name__)
+        return None, for_case(where, found)
     return result, None
 
 
-def read_returned(title: str, where: str, result, problem, originals: dict, passed: dict):
+def read_returned(title: Message, where: Message, result, problem, originals: dict, passed: dict):
     """The learner's ``(output, weights)`` from ``run_learner``'s ``result, problem``, and ``None``; or
     ``None`` and the verdict that ends the check: what raised, a result that is not a pair, or inputs
     changed in place (``originals``: untouched copies of ``passed``, the tensors the learner was given)."""
-    result, problem = (None, f"for {where}, {problem}") if problem else read_pair(result, f"for {where}")
+    if problem:  # the learner's code raised: "it raised ..."
+        return None, malformed(title, say("for {where}, {problem}", where=where, problem=problem))
+    result, problem = read_pair(result, where)
     if problem:
         return None, malformed(title, problem)
     changed = changed_inputs(originals, passed)
     if changed:
-        return None, wrong(title, "inputs", f"for {where}: {changed}")
+        return None, wrong(title, "inputs", for_case(where, changed))
     return result, None
 
 
@@ -137,7 +159,17 @@ def close(a: torch.Tensor, b: torch.Tensor) -> bool:
 SCALE_RTOL, SUM_ATOL = 1e-6, 1e-6
 
 
-def changed_inputs(originals: dict, passed: dict) -> str | None:
+def _joined(names: list[str]) -> Message | str:
+    """``"q"``, ``"q and k"``, ``"q and k and v"``: the names of inputs, as a clause (in Chinese
+    ``q、k 和 v``)."""
+    if len(names) == 1:
+        return names[0]
+    if len(names) == 2:
+        return say("{first} and {second}", first=names[0], second=names[1])
+    return say("{first} and {rest}", first=names[0], rest=_joined(names[1:]))
+
+
+def changed_inputs(originals: dict, passed: dict) -> Message | None:
     """The inputs (by name) that the learner's code changed in place, as a sentence; None if none.
 
     ``originals`` are untouched copies of ``passed``, the tensors given to the learner's code."""
@@ -148,10 +180,11 @@ def changed_inputs(originals: dict, passed: dict) -> str | None:
     ]
     if not changed:
         return None
-    names, first = " and ".join(changed), changed[0]
-    return (
-        f"your code changed its input {names} in place (an in-place operation such as "
-        f"{first} /= ..., masked_fill_ or +=): compute a new tensor instead ({first} = {first} / ...)"
+    return say(
+        "your code changed its input {names} in place (an in-place operation such as "
+        "{first} /= ..., masked_fill_ or +=): compute a new tensor instead ({first} = {first} / ...)",
+        names=_joined(changed),
+        first=changed[0],
     )
 
 
@@ -178,27 +211,39 @@ def infer_scale(weights: torch.Tensor, scores: torch.Tensor, visible: torch.Tens
     return c if residual < 1e-6 * max(1.0, float(log_w.abs().max())) else None
 
 
-def scale_sentence(c: float, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> str:
+def scale_sentence(c: float, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> Message:
     """What the fitted scale ``c`` was, named when it is a usual slip, against 1/√Dh."""
     dh, s_len, dv, t_len = q.shape[-1], k.shape[-2], v.shape[-1], q.shape[-2]
     named = {
-        "1 (no scale)": 1.0,
-        f"1/Dh = 1/{dh}": 1.0 / dh,
-        f"1/√S = 1/√{s_len} (S = the number of keys)": s_len**-0.5,
-        f"1/√Dv = 1/√{dv} (the values' width)": dv**-0.5,
-        f"1/√T = 1/√{t_len} (the number of queries)": t_len**-0.5,
-        f"√Dh = √{dh}": dh**0.5,
+        say("1 (no scale)"): 1.0,
+        say("1/Dh = 1/{dh}", dh=dh): 1.0 / dh,
+        say("1/√S = 1/√{s} (S = the number of keys)", s=s_len): s_len**-0.5,
+        say("1/√Dv = 1/√{dv} (the values' width)", dv=dv): dv**-0.5,
+        say("1/√T = 1/√{t} (the number of queries)", t=t_len): t_len**-0.5,
+        say("√Dh = √{dh}", dh=dh): dh**0.5,
     }
     for axis, size in enumerate(q.shape[:-2]):  # a size read from the wrong axis, q.size(1) for Dh
-        named.setdefault(f"1/√{size} (q.shape[{axis}], not q.shape[-1])", size**-0.5)
-    expected = f"1/√Dh = 1/√{dh} = {dh**-0.5:.3f} (Dh = q.shape[-1])"
+        named.setdefault(say("1/√{size} (q.shape[{axis}], not q.shape[-1])", size=size, axis=axis), size**-0.5)
     for name, value in named.items():
         if math.isclose(c, value, rel_tol=SCALE_RTOL):
-            return f"the scores are multiplied by {name} = {value:.3f}; expected {expected}"
-    return f"the scores are multiplied by {c:.3f} (read from your weights); expected {expected}"
+            return say(
+                "the scores are multiplied by {name} = {value:.3f}; expected 1/√Dh = 1/√{dh} = {scale:.3f} "
+                "(Dh = q.shape[-1])",
+                name=name,
+                value=value,
+                dh=dh,
+                scale=dh**-0.5,
+            )
+    return say(
+        "the scores are multiplied by {c:.3f} (read from your weights); expected 1/√Dh = 1/√{dh} = {scale:.3f} "
+        "(Dh = q.shape[-1])",
+        c=c,
+        dh=dh,
+        scale=dh**-0.5,
+    )
 
 
-def diagnose_weights(weights: torch.Tensor, q, k, v, mask) -> str | None:
+def diagnose_weights(weights: torch.Tensor, q, k, v, mask) -> Message | None:
     """One sentence on what is wrong with attention weights that match no listed slip, found from
     their properties; None if the properties hold and the scale is right.
 
@@ -213,52 +258,125 @@ def diagnose_weights(weights: torch.Tensor, q, k, v, mask) -> str | None:
             and bool(torch.isneginf(weights.masked_select(~visible)).all())
             and bool(torch.isfinite(weights.masked_select(visible)).all())
         ):
-            return (
+            return say(
                 "the blocked weights are -inf: the mask was applied after the softmax; set blocked "
                 "scores to -inf before it, so that their weights are 0"
             )
-        return "the weights hold NaN or infinity: is a whole row blocked, or -inf added outside the mask?"
+        return say("the weights hold NaN or infinity: is a whole row blocked, or -inf added outside the mask?")
     rows = weights.sum(-1)
     if bool((weights <= 0).all()) and torch.allclose(weights.exp().sum(-1), torch.ones_like(rows)):
-        return "these are log-weights (log_softmax): the weights are softmax(scores), positive"
+        return say("these are log-weights (log_softmax): the weights are softmax(scores), positive")
     if bool((weights < -SUM_ATOL).any()):
-        return (
-            f"some weights are negative (smallest {float(weights.min()):.3f}): softmax the scaled "
-            "scores, which makes every weight positive"
+        return say(
+            "some weights are negative (smallest {smallest:.3f}): softmax the scaled "
+            "scores, which makes every weight positive",
+            smallest=float(weights.min()),
         )
     blocked = weights.masked_select(~visible)
     if blocked.numel() and float(weights.masked_select(visible).abs().max()) <= SUM_ATOL:
-        return (
+        return say(
             "the mask is inverted: your weights are 0 exactly where the mask is True; True means "
             "*may attend*, so block where it is False (~mask)"
         )
     if blocked.numel() and float(blocked.abs().max()) > SUM_ATOL:
-        return (
-            f"blocked keys get weight (up to {float(blocked.abs().max()):.3f}): set their scores to -inf "
-            "before the softmax (a score of 0 still gets weight e^0)"
+        return say(
+            "blocked keys get weight (up to {largest:.3f}): set their scores to -inf "
+            "before the softmax (a score of 0 still gets weight e^0)",
+            largest=float(blocked.abs().max()),
         )
     if not torch.allclose(rows, torch.ones_like(rows), atol=SUM_ATOL):
         for axis in range(weights.dim() - 2, -1, -1):  # the queries' axis first, then batch or heads
             sums = weights.sum(axis)
             if weights.shape[axis] > 1 and torch.allclose(sums, torch.ones_like(sums), atol=SUM_ATOL):
-                what = "the queries" if axis == weights.dim() - 2 else "a batch or head axis"
-                return (
-                    f"the weights sum to 1 over {what} (dim {axis - weights.dim()} of "
-                    f"{weights.dim()}): softmax over the keys, dim=-1"
+                if axis == weights.dim() - 2:
+                    return say(
+                        "the weights sum to 1 over the queries (dim {dim} of {dims}): softmax over the keys, dim=-1",
+                        dim=axis - weights.dim(),
+                        dims=weights.dim(),
+                    )
+                return say(
+                    "the weights sum to 1 over a batch or head axis (dim {dim} of {dims}): softmax over the keys, "
+                    "dim=-1",
+                    dim=axis - weights.dim(),
+                    dims=weights.dim(),
                 )
         low, high = float(rows.min()), float(rows.max())
         if mask is not None and high <= 1 + SUM_ATOL:
-            return (
-                f"each query's weights sum to {low:.3f} … {high:.3f}, not 1: the mask was applied after "
-                "the softmax; set blocked scores to -inf before it"
+            return say(
+                "each query's weights sum to {low:.3f} … {high:.3f}, not 1: the mask was applied after "
+                "the softmax; set blocked scores to -inf before it",
+                low=low,
+                high=high,
             )
         if math.isclose(low, high, rel_tol=1e-9):
-            return (
-                f"every query's weights sum to {low:.3f}, not 1: a factor applied after the softmax? "
-                "Scale the scores before it"
+            return say(
+                "every query's weights sum to {total:.3f}, not 1: a factor applied after the softmax? "
+                "Scale the scores before it",
+                total=low,
             )
-        return f"each query's weights must sum to 1, found sums from {low:.3f} to {high:.3f}"
+        return say("each query's weights must sum to 1, found sums from {low:.3f} to {high:.3f}", low=low, high=high)
     c = infer_scale(weights, q @ k.transpose(-2, -1), visible)
     if c is not None and not math.isclose(c, q.shape[-1] ** -0.5, rel_tol=SCALE_RTOL):
         return scale_sentence(c, q, k, v)
     return None
+
+
+# ------------------------------------------------------------------------------------------------
+# Why the learner's attention raised: the property of the inputs that makes it fail
+# ------------------------------------------------------------------------------------------------
+
+#: Added to what goes wrong on the unbatched case, after the batched cases have passed.
+UNBATCHED_HINT = say(
+    "your function works with batch and head axes but not without them: count the axes from the end "
+    "(k.transpose(-2, -1), softmax(dim=-1), q.shape[-1]) and give the mask no extra axis, so that "
+    "(T, Dh) inputs work too"
+)
+
+
+RAISED_HINTS = {
+    "leading": say(
+        "it runs without the batch and head axes but not with them: count the axes from the "
+        "end, k.transpose(-2, -1) (k.T reverses every axis, k.transpose(1, 2) swaps heads and queries), "
+        "and use @ or torch.matmul (torch.bmm takes 3-D tensors only)"
+    ),
+    "square": say(
+        "it runs only when T == S, so a (T, S) tensor is used as (S, T) somewhere: the mask is "
+        "(T, S), one row per query, and a sum over the keys needs keepdim=True (e / e.sum(-1, keepdim=True))"
+    ),
+    "broadcast": say(
+        "two tensors of different shapes met in an elementwise operation: a sum or max over "
+        "the keys needs keepdim=True to divide each row by its own sum (e / e.sum(-1, keepdim=True)), and "
+        "the mask is (T, S), one row per query"
+    ),
+    "widths": say(
+        "it runs only when Dv == Dh: the output is (..., T, Dv) with Dv = v.shape[-1], so do not give it q's shape"
+    ),
+}
+
+
+def why_it_raised(fn, q, k, v, mask) -> Message | None:
+    """Which property of the inputs makes ``fn`` raise, found by running it on inputs that differ in
+    one property only: no leading axes, T == S, Dv == Dh. None when none of them helps."""
+
+    def runs(q, k, v, mask) -> bool:
+        return run_learner(fn, q.clone(), k.clone(), v.clone(), mask=None if mask is None else mask.clone())[1] is None
+
+    lead = q.dim() - 2
+    if lead and any(runs(q[(0,) * n], k[(0,) * n], v[(0,) * n], mask) for n in range(lead, 0, -1)):
+        return RAISED_HINTS["leading"]
+    t = q.shape[-2]
+    if k.shape[-2] > t and runs(q, k[..., :t, :], v[..., :t, :], None if mask is None else mask[:, :t]):
+        return RAISED_HINTS["square"]
+    if v.shape[-1] > q.shape[-1] and runs(q, k, v[..., : q.shape[-1]], mask):
+        return RAISED_HINTS["widths"]
+    return None
+
+
+def raised_hint(fn, problem: Message, q, k, v, mask) -> Message | None:
+    """What to change when ``fn`` raised ``problem``: from :func:`why_it_raised`, else from the error."""
+    if "NotImplementedError" in problem:
+        return None
+    hint = why_it_raised(fn, q, k, v, mask)
+    if hint is None and "must match the size of tensor" in problem:
+        hint = RAISED_HINTS["broadcast"]
+    return hint

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..checking.answers import Message, say
 from .build_diagnosis import run_learner
 
 # ------------------------------------------------------------------------------------------------
@@ -16,11 +17,15 @@ from .build_diagnosis import run_learner
 # ------------------------------------------------------------------------------------------------
 
 ATTENTION_SLIPS = {
-    "no_scale": "the scores are not scaled: divide q kᵀ by √Dh (Dh = q.shape[-1]) before the softmax",
-    "scale_by_d": "the scores are divided by Dh: the scale is 1/√Dh, so that q·k has variance about 1",
-    "wrong_axis": "the softmax runs over the queries: use dim=-1, so that each query's weights over the keys sum to 1",
-    "mask_inverted": "the mask is inverted: True means *may attend*, so block where the mask is False",
-    "mask_ignored": "the mask is not applied: set the scores of blocked keys (mask False) to -inf before the softmax",
+    "no_scale": say("the scores are not scaled: divide q kᵀ by √Dh (Dh = q.shape[-1]) before the softmax"),
+    "scale_by_d": say("the scores are divided by Dh: the scale is 1/√Dh, so that q·k has variance about 1"),
+    "wrong_axis": say(
+        "the softmax runs over the queries: use dim=-1, so that each query's weights over the keys sum to 1"
+    ),
+    "mask_inverted": say("the mask is inverted: True means *may attend*, so block where the mask is False"),
+    "mask_ignored": say(
+        "the mask is not applied: set the scores of blocked keys (mask False) to -inf before the softmax"
+    ),
 }
 
 
@@ -40,10 +45,14 @@ def attention_with_slip(q, k, v, mask=None, slip: str | None = None):
 # ------------------------------------------------------------------------------------------------
 
 SPLIT_SLIPS = {
-    "no_transpose": "tokens are mixed: a reshape straight to (B, H, T, Dh) cuts across tokens; "
-    "view as (B, T, H, Dh), then transpose(1, 2)",
-    "interleaved": "features of different heads are mixed: head i (counting from 0) holds features "
-    "i·Dh … (i+1)·Dh − 1, so view as (B, T, H, Dh), not (B, T, Dh, H)",
+    "no_transpose": say(
+        "tokens are mixed: a reshape straight to (B, H, T, Dh) cuts across tokens; "
+        "view as (B, T, H, Dh), then transpose(1, 2)"
+    ),
+    "interleaved": say(
+        "features of different heads are mixed: head i (counting from 0) holds features "
+        "i·Dh … (i+1)·Dh − 1, so view as (B, T, H, Dh), not (B, T, Dh, H)"
+    ),
 }
 
 
@@ -62,25 +71,37 @@ def split_with_slip(x, num_heads, slip=None):
 
 PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj")
 MHA_SLIPS = {
-    "no_out_proj": "out_proj is not applied: the concatenated heads go through out_proj last",
-    "kv_from_query": "keys and values come from the query: k_proj reads key and v_proj reads value "
-    "(in cross-attention they are another sequence)",
-    "kv_swapped": "keys and values are swapped: k_proj reads key and v_proj reads value",
-    "values_through_k_proj": "the values go through k_proj: project them with v_proj",
-    "weight_not_transposed": "x @ W is not what nn.Linear computes: it is x @ W.T + b (the weight is "
-    "stored (out, in)); call the layer, self.q_proj(x)",
-    "weight_not_transposed_qkv": "x @ W is not what nn.Linear computes: it is x @ W.T + b (the weight is "
-    "stored (out, in)); call the layers, self.q_proj(x)",
-    "residual": "the module adds its input to its output (a residual): return out_proj(...) alone; "
-    "the residual belongs to the block around the layer",
-    "always_causal": "the module applies a causal mask when none is given: mask only with the mask argument",
-    "causal_for_any_mask": "the module applies a causal mask whenever a mask is given, not the mask it is "
-    "given: block exactly where mask is False",
-    "key_from_value": "the keys are projected from the value input: k = k_proj(key), not k_proj(value)",
-    "value_from_key": "the values are projected from the key input: v = v_proj(value), not v_proj(key)",
-    "scale_by_d_model": "the scores are divided by √d_model: the scale is 1/√head_dim, the width of one head",
-    "merge_no_transpose": "tokens are mixed when the heads are merged: transpose(1, 2) back to (B, T, H, Dh) "
-    "before the reshape to (B, T, D)",
+    "no_out_proj": say("out_proj is not applied: the concatenated heads go through out_proj last"),
+    "kv_from_query": say(
+        "keys and values come from the query: k_proj reads key and v_proj reads value "
+        "(in cross-attention they are another sequence)"
+    ),
+    "kv_swapped": say("keys and values are swapped: k_proj reads key and v_proj reads value"),
+    "values_through_k_proj": say("the values go through k_proj: project them with v_proj"),
+    "weight_not_transposed": say(
+        "x @ W is not what nn.Linear computes: it is x @ W.T + b (the weight is "
+        "stored (out, in)); call the layer, self.q_proj(x)"
+    ),
+    "weight_not_transposed_qkv": say(
+        "x @ W is not what nn.Linear computes: it is x @ W.T + b (the weight is "
+        "stored (out, in)); call the layers, self.q_proj(x)"
+    ),
+    "residual": say(
+        "the module adds its input to its output (a residual): return out_proj(...) alone; "
+        "the residual belongs to the block around the layer"
+    ),
+    "always_causal": say("the module applies a causal mask when none is given: mask only with the mask argument"),
+    "causal_for_any_mask": say(
+        "the module applies a causal mask whenever a mask is given, not the mask it is "
+        "given: block exactly where mask is False"
+    ),
+    "key_from_value": say("the keys are projected from the value input: k = k_proj(key), not k_proj(value)"),
+    "value_from_key": say("the values are projected from the key input: v = v_proj(value), not v_proj(key)"),
+    "scale_by_d_model": say("the scores are divided by √d_model: the scale is 1/√head_dim, the width of one head"),
+    "merge_no_transpose": say(
+        "tokens are mixed when the heads are merged: transpose(1, 2) back to (B, T, H, Dh) "
+        "before the reshape to (B, T, D)"
+    ),
     **SPLIT_SLIPS,
     **{s: h for s, h in ATTENTION_SLIPS.items() if s != "wrong_axis"},
     "wrong_axis": ATTENTION_SLIPS["wrong_axis"],
@@ -162,37 +183,46 @@ def build_module(cls, ref: nn.MultiheadAttention, d_model: int):
     (with what else is wrong, if anything)."""
     module, problem = run_learner(cls, d_model, ref.num_heads)
     if problem:
-        return (
-            None,
-            None,
-            (
-                "module",
-                f"{cls.__name__ if hasattr(cls, '__name__') else cls}({d_model}, {ref.num_heads}): {problem}",
-            ),
-            [],
+        name = cls.__name__ if hasattr(cls, "__name__") else cls
+        called = say(
+            "{cls}({d_model}, {num_heads}): {problem}",
+            cls=name,
+            d_model=d_model,
+            num_heads=ref.num_heads,
+            problem=problem,
         )
+        return None, None, ("module", called), []
     if not isinstance(module, nn.Module):
-        return None, None, ("module", f"the class must build an nn.Module, found {type(module).__name__}"), []
+        found = say("the class must build an nn.Module, found {type}", type=type(module).__name__)
+        return None, None, ("module", found), []
     fused = fused_projection(module)
     for name in (fused, "out_proj") if fused else PROJECTIONS:
         layer = getattr(module, name, None)
         width = 3 * d_model if name == fused else d_model
         if not isinstance(layer, nn.Linear) or (layer.in_features, layer.out_features) != (d_model, width):
-            found = type(layer).__name__ if layer is not None else "nothing"
-            if isinstance(layer, nn.Linear):
-                found = f"nn.Linear({layer.in_features}, {layer.out_features})"
-            hint = "out_proj is forgotten: " if name == "out_proj" and layer is None else ""
             wanted = "3 * d_model" if name == fused else "d_model"
-            return (
-                None,
-                None,
-                (
-                    name,
-                    f"{hint}self.{name} must be nn.Linear(d_model, {wanted}) = nn.Linear({d_model}, {width}), "
-                    f"found {found}",
-                ),
-                [],
-            )
+            sizes = {"name": name, "wanted": wanted, "d_model": d_model, "width": width}
+            if layer is None and name == "out_proj":
+                problem = say(
+                    "out_proj is forgotten: self.{name} must be nn.Linear(d_model, {wanted}) = "
+                    "nn.Linear({d_model}, {width}), found nothing",
+                    **sizes,
+                )
+            elif layer is None:
+                problem = say(
+                    "self.{name} must be nn.Linear(d_model, {wanted}) = nn.Linear({d_model}, {width}), found nothing",
+                    **sizes,
+                )
+            else:
+                found = type(layer).__name__
+                if isinstance(layer, nn.Linear):
+                    found = f"nn.Linear({layer.in_features}, {layer.out_features})"
+                problem = say(
+                    "self.{name} must be nn.Linear(d_model, {wanted}) = nn.Linear({d_model}, {width}), found {found}",
+                    **sizes,
+                    found=found,
+                )
+            return None, None, (name, problem), []
     layers = (fused, "out_proj") if fused else PROJECTIONS
     missing = [name for name in layers if getattr(module, name).bias is None]
     with torch.no_grad():  # the reference of the learner's layout: no bias where theirs has none
@@ -218,7 +248,11 @@ def build_module(cls, ref: nn.MultiheadAttention, d_model: int):
                     if name not in missing:
                         getattr(module, name).bias.copy_(params[f"{name}.bias"])
     except Exception as error:  # the learner's module: report it
-        problem = f"copying nn.MultiheadAttention's weights in failed: {type(error).__name__}: “{error}”"
+        problem = say(
+            "copying nn.MultiheadAttention's weights in failed: {name}: “{error}”",
+            name=type(error).__name__,
+            error=str(error),
+        )
         return None, None, ("module", problem), []
     return module, params, None, missing
 
@@ -236,9 +270,9 @@ def fused_projection(module) -> str | None:
     return next((name for name in FUSED_NAMES if isinstance(getattr(module, name, None), nn.Linear)), None)
 
 
-def bias_note(missing: list[str]) -> str:
+def bias_note(missing: list[str]) -> Message:
     """What a verdict adds when projections were built without their bias."""
-    return f"self.{missing[0]} needs its bias (bias=True), as in nn.MultiheadAttention"
+    return say("self.{name} needs its bias (bias=True), as in nn.MultiheadAttention", name=missing[0])
 
 
 def random_mask(t: int, s: int, gen: torch.Generator) -> torch.Tensor:

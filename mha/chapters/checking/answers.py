@@ -26,6 +26,7 @@ from typing import NamedTuple
 import torch
 
 from . import verdict_i18n
+from .verdict_i18n import Message, say
 
 #: The width of a verdict's lines: the book's code column shows 75 characters at 1280 px,
 #: so a verdict never scrolls sideways (a CJK character counts two).
@@ -80,17 +81,20 @@ def fit_to_page(verdict: Verdict) -> Verdict:
     return Verdict(verdict.ok, verdict.first_error, tuple(lines), source=verdict.source or verdict.lines)
 
 
-def malformed(title: str, problem: str) -> Verdict:
+def malformed(title: Message, problem: Message) -> Verdict:
     """The verdict for an answer the checker cannot read."""
-    return Verdict(ok=False, first_error="input", lines=(title, f"  cannot check this answer: {problem}"))
+    return Verdict(
+        ok=False, first_error="input", lines=(title, say("  cannot check this answer: {problem}", problem=problem))
+    )
 
 
-def right(title: str, detail: str = "correct") -> Verdict:
-    return Verdict(ok=True, first_error=None, lines=(title, f"  {detail}"))
+def right(title: Message, detail: Message | None = None) -> Verdict:
+    return Verdict(ok=True, first_error=None, lines=(title, say("  {detail}", detail=detail or say("correct"))))
 
 
-def wrong(title: str, step: str, hint: str) -> Verdict:
-    return Verdict(ok=False, first_error=step, lines=(title, f"  {step}: wrong", f"  hint: {hint}"))
+def wrong(title: Message, step: str, hint: Message) -> Verdict:
+    lines = (title, say("  {step}: wrong", step=step), say("  hint: {hint}", hint=hint))
+    return Verdict(ok=False, first_error=step, lines=lines)
 
 
 def read_number(name: str, value) -> tuple[float | None, str | None]:
@@ -101,31 +105,49 @@ def read_number(name: str, value) -> tuple[float | None, str | None]:
     """
     if isinstance(value, torch.Tensor):
         if value.numel() != 1:
-            return None, f"{name} must be one number, found a tensor of shape {tuple(value.shape)}"
+            return None, say(
+                "{name} must be one number, found a tensor of shape {shape}", name=name, shape=tuple(value.shape)
+            )
         value = value.item()
     if isinstance(value, str):
-        return None, f"{name} must be a number, found the string {value!r} (write it without quotes)"
+        return None, say(
+            "{name} must be a number, found the string {value!r} (write it without quotes)", name=name, value=value
+        )
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None, f"{name} must be a number, found {type(value).__name__}"
+        return None, say("{name} must be a number, found {type}", name=name, type=type(value).__name__)
     value = float(value)
     if not math.isfinite(value):
-        return None, f"{name} must be a finite number, found {value}"
+        return None, say("{name} must be a finite number, found {value}", name=name, value=value)
     return value, None
 
 
 def read_row(name: str, values, length: int) -> tuple[torch.Tensor | None, str | None]:
     """The reader's list of ``length`` numbers as a float64 tensor, or ``(None, what is wrong)``."""
     if isinstance(values, str):
-        return None, f"{name} must be a list of {length} numbers, found the string {values!r}"
+        return None, say(
+            "{name} must be a list of {length} numbers, found the string {value!r}",
+            name=name,
+            length=length,
+            value=values,
+        )
     try:
         row = torch.as_tensor(values, dtype=torch.float64).detach().cpu()
     except (TypeError, ValueError, RuntimeError):
-        return None, f"{name} must be a list of {length} numbers, found {type(values).__name__}"
+        return None, say(
+            "{name} must be a list of {length} numbers, found {type}",
+            name=name,
+            length=length,
+            type=type(values).__name__,
+        )
     if tuple(row.shape) != (length,):
-        return None, f"{name} must hold {length} numbers, found shape {tuple(row.shape)}"
+        return None, say(
+            "{name} must hold {length} numbers, found shape {shape}", name=name, length=length, shape=tuple(row.shape)
+        )
     bad = [j + 1 for j in range(length) if not math.isfinite(float(row[j]))]
     if bad:
-        return None, f"{name} must hold finite numbers; entries {bad} are NaN or infinite"
+        return None, say(
+            "{name} must hold finite numbers; entries {entries} are NaN or infinite", name=name, entries=bad
+        )
     return row, None
 
 
@@ -141,30 +163,30 @@ class Report:
         self.lines = [title]
         self.first_error: str | None = None
 
-    def right(self, part: str, note: str = "correct") -> None:
-        self.lines.append(f"  {part}: {note}")
+    def right(self, part: str, note: Message | None = None) -> None:
+        self.lines.append(say("  {part}: {note}", part=part, note=note or say("correct")))
 
-    def wrong(self, part: str, what: str, hint: str) -> None:
-        self.lines.append(f"  {part}: {what}")
-        self.lines.append(f"  {'':{len(part)}s}  hint: {hint}")
+    def wrong(self, part: str, what: Message, hint: Message) -> None:
+        self.lines.append(say("  {part}: {what}", part=part, what=what))
+        self.lines.append(say("hint: {hint}", hint=hint).indented(len(part) + 4))
         self.first_error = self.first_error or part
 
-    def close(self, part: str, message: str) -> None:
+    def close(self, part: str, message: Message) -> None:
         """A part right to fewer digits than asked, or one unit off: no hint about the method."""
-        self.lines.append(f"  {part}: {message}")
+        self.lines.append(say("  {part}: {message}", part=part, message=message))
         self.first_error = self.first_error or part
 
     def skipped(self, part: str) -> None:
-        self.lines.append(f"  {part}: not given")
+        self.lines.append(say("  {part}: not given", part=part))
 
     def done(self) -> Verdict:
         if self.first_error is None and any(": correct" in line for line in self.lines):
-            self.lines.append("all parts given are correct")
+            self.lines.append(say("all parts given are correct"))
         elif self.first_error is None:
             self.first_error = "answer"
-            self.lines.append("nothing to check: give at least one part of the answer")
+            self.lines.append(say("nothing to check: give at least one part of the answer"))
         else:
-            self.lines.append(f"first part to fix: {self.first_error}")
+            self.lines.append(say("first part to fix: {part}", part=self.first_error))
         return Verdict(ok=self.first_error is None, first_error=self.first_error, lines=tuple(self.lines))
 
 
@@ -173,26 +195,39 @@ def read_numbers(name: str, value, shape: tuple[int, ...]) -> tuple[torch.Tensor
 
     Accepts a number (for ``shape == ()``), a list, a tuple, a numpy array or a tensor.
     """
-    expected = "a number" if shape == () else f"{math.prod(shape)} numbers, shape {shape}"
+    expected = (
+        say("a number") if shape == () else say("{count} numbers, shape {shape}", count=math.prod(shape), shape=shape)
+    )
+    found = say(
+        "{name} must be {expected}, found {type} {value!r}",
+        name=name,
+        expected=expected,
+        type=type(value).__name__,
+        value=value,
+    )
     if isinstance(value, (str, bytes)) or isinstance(value, bool):
-        return None, f"{name} must be {expected}, found {type(value).__name__} {value!r}"
+        return None, found
     try:
         tensor = torch.as_tensor(value, dtype=torch.float64).detach().cpu()
     except (TypeError, ValueError, RuntimeError):
-        return None, f"{name} must be {expected}, found {type(value).__name__} {value!r}"
+        return None, found
     if tuple(tensor.shape) != tuple(shape):
-        return None, f"{name} must be {expected}, found shape {tuple(tensor.shape)}"
+        return None, say(
+            "{name} must be {expected}, found shape {shape}", name=name, expected=expected, shape=tuple(tensor.shape)
+        )
     if not torch.isfinite(tensor).all():
-        return None, f"{name} must be finite numbers, found NaN or infinity in {value!r}"
+        return None, say("{name} must be finite numbers, found NaN or infinity in {value!r}", name=name, value=value)
     return tensor, None
 
 
 def read_int(name: str, value) -> tuple[int | None, str | None]:
     """``(int, None)`` for a whole number (``4`` or ``4.0``), else ``(None, message)``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return None, f"{name} must be a whole number, found {type(value).__name__} {value!r}"
+        return None, say(
+            "{name} must be a whole number, found {type} {value!r}", name=name, type=type(value).__name__, value=value
+        )
     if not math.isfinite(value) or value != int(value):
-        return None, f"{name} must be a whole number, found {value!r}"
+        return None, say("{name} must be a whole number, found {value!r}", name=name, value=value)
     return int(value), None
 
 
@@ -211,7 +246,7 @@ class Comparison(NamedTuple):
     ``message`` is the sentence for the reader (empty for ``"wrong"``: the checker gives its hint)."""
 
     status: str
-    message: str
+    message: Message
 
     @property
     def right(self) -> bool:
@@ -254,8 +289,15 @@ def precision_unit(expected: float, *, decimals: int | None = None, sig_figs: in
 def precision_words(*, decimals: int | None = None, sig_figs: int | None = None) -> str:
     """``"2 decimals"``, ``"1 decimal"``, ``"2 significant figures"``..."""
     name, digits = _precision(decimals, sig_figs)
-    noun = "decimal" if name == "decimals" else "significant figure"
-    return f"{digits} {noun}{'' if digits == 1 else 's'}"
+    if name == "decimals" and digits == 0:
+        return say("0 decimals")
+    if name == "decimals":
+        return say("{digits} decimal", digits=digits) if digits == 1 else say("{digits} decimals", digits=digits)
+    return (
+        say("{digits} significant figure", digits=digits)
+        if digits == 1
+        else say("{digits} significant figures", digits=digits)
+    )
 
 
 def _within(found: float, expected: float, unit: float, units: float) -> bool:
@@ -294,17 +336,23 @@ def compare_number(found, expected, *, decimals: int | None = None, sig_figs: in
     unit = precision_unit(expected, decimals=decimals, sig_figs=sig_figs)
     words = precision_words(decimals=decimals, sig_figs=sig_figs)
     if _within(found, expected, unit, 0.5):
-        return Comparison("right", "correct")
+        return Comparison("right", say("correct"))
     fewer = name == "decimals" or digits > 1  # one digit fewer still says something
     if fewer and _has_digits(found, 10 * unit) and _within(found, expected, 10 * unit, 0.5):
-        return Comparison("close", f"close: give {words} (found {found:g}, the answer to {words} is …?)")
+        return Comparison(
+            "close", say("close: give {words} (found {found:g}, the answer to {words} is …?)", words=words, found=found)
+        )
     if _within(found, expected, unit, 1.5):
         return Comparison(
             "close",
-            f"close: the last digit is off by one (found {found:g}); keep every digit while you compute "
-            f"and round to {words} only at the end",
+            say(
+                "close: the last digit is off by one (found {found:g}); keep every digit while you compute "
+                "and round to {words} only at the end",
+                found=found,
+                words=words,
+            ),
         )
-    return Comparison("wrong", "")
+    return Comparison("wrong", say(""))
 
 
 def named_slip(found, expected, slips, *, decimals: int | None = None, sig_figs: int | None = None) -> str | None:
@@ -324,6 +372,6 @@ def named_slip(found, expected, slips, *, decimals: int | None = None, sig_figs:
     return None
 
 
-def close_verdict(title: str, step: str, message: str) -> Verdict:
+def close_verdict(title: Message, step: str, message: Message) -> Verdict:
     """The verdict for an answer right to fewer digits than asked, or one unit off: not a wrong method."""
-    return Verdict(ok=False, first_error=step, lines=(title, f"  {step}: {message}"))
+    return Verdict(ok=False, first_error=step, lines=(title, say("  {step}: {message}", step=step, message=message)))

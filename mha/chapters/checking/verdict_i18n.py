@@ -1,22 +1,31 @@
 """Checker verdicts in the reader's language: English, or Chinese (``zh_CN``).
 
-The checkers write their verdicts in English. A verdict shown in another language is translated line
-by line with a phrasebook: ``mha/chapters/<topic>/<language>.json``, one file per topic beside its
-checkers (:func:`phrasebook_files`), each an object ``{English template: translated template}``. A
-template is a sentence or a clause with placeholders::
+A checker says each message once, as a template with named arguments (:func:`say`)::
 
-    "{name} must have shape {expected:shape}, found {found:shape}": "{name} 的形状应为 {expected}，实际是 {found}"
+    say("{name} must hold {length} numbers, found shape {shape}", name=name, length=3, shape=(2, 2))
 
-A placeholder is ``{name}`` (any text, as little as possible; up to the end of the line when it ends
-the template) or ``{name:kind}`` with a kind from :data:`KINDS` (a number, a shape, one word, ...).
-The templates are tried longest first, anywhere in the line, so a line built from several clauses is
-translated clause by clause; a placeholder's text is translated too (it may be a clause itself).
-Numbers, shapes, code and names are copied unchanged, so the two editions can never disagree on one.
+The result is a :class:`Message`: its English text, which keeps the template and the arguments. In
+another language (:func:`say_in`) the template's translation is looked up in the phrasebook of the
+checker's topic, ``mha/chapters/<topic>/<language>.json`` (:func:`phrasebook_files`), an object
+``{English template: translated template}``::
+
+    "{name} must hold {length} numbers, found shape {shape}": "{name} 应包含 {length} 个数，实际形状为 {shape}"
+
+and filled with the same arguments: an argument that is a message (a hint, a clause) is said in that
+language too; any other (a number, a shape, code, the learner's own words) is formatted as the English
+template formats it, so the two editions can never disagree on a number. No text is parsed back: the
+phrasebooks are extracted from the code's ``say(...)`` calls (``python scripts/i18n.py strings``
+lists the templates new or gone), as gettext extracts the prose. A translated line is then set as
+Chinese is written (:func:`typeset`) and wrapped to the page's width (:func:`wrap`).
 
 Which language: :func:`set_language`, else the environment variable ``MHA_LANG`` (``zh_CN``, ``zh``
 or ``en``), else English. The book is executed in English; its Chinese edition shows the Chinese
 verdict that each stored output carries in its metadata
 (:meth:`~mha.chapters.checking.answers.Verdict._repr_mimebundle_`).
+
+:func:`compile_template` and :data:`KINDS` are the other stores' placeholders (what the chapters print,
+``locales/zh_CN/outputs.json``, and the explorers' alt texts), which the book's extensions match in
+text that has no template behind it.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import functools
 import json
 import os
 import re
+import string
 import unicodedata
 from pathlib import Path
 
@@ -99,16 +109,6 @@ def phrasebook_files(language: str) -> list[Path]:
 
 
 @functools.cache
-def phrasebook(language: str) -> tuple[tuple[re.Pattern, str, str], ...]:
-    """``(pattern, translated template, English template)`` of every phrase, longest English first."""
-    entries = {}
-    for path in phrasebook_files(language):
-        entries.update(json.loads(path.read_text(encoding="utf-8")))
-    ordered = sorted(entries.items(), key=lambda item: (-len(re.sub(r"\{[^}]*\}", "", item[0])), item[0]))
-    return tuple((compile_template(en), re.sub(r"\{(\w+):\w+\}", r"{\1}", zh), en) for en, zh in ordered if zh)
-
-
-@functools.cache
 def part_labels(language: str) -> dict[str, str]:
     """The labels of a verdict's parts that are no name in the learner's code (``count``, ``tokens``,
     ``shape``), in ``language`` (``mha/chapters/checking/part_labels.json``); an argument's name
@@ -116,39 +116,120 @@ def part_labels(language: str) -> dict[str, str]:
     return json.loads(PART_LABELS.read_text(encoding="utf-8")).get(language, {})
 
 
-def translate(text: str, language: str = "zh_CN", *, _depth: int = 0) -> str:
-    """``text`` (one line of a verdict) translated phrase by phrase; English comes back unchanged."""
+# ------------------------------------------------------------------------------------------------
+# What a checker says: a template and its arguments, said in either language
+# ------------------------------------------------------------------------------------------------
+
+
+class Message(str):
+    """A sentence a checker says, as English text that keeps the template and the arguments it was made
+    from (:func:`say`), so that :func:`say_in` can say it in another language from its phrasebook entry.
+
+    It is a ``str`` (its English text): a checker compares, joins and wraps it like any other string.
+    """
+
+    template: str
+    args: dict
+
+    def __new__(cls, template: str, args: dict):
+        self = super().__new__(cls, template.format(**args))
+        self.template, self.args = template, args
+        return self
+
+    def __reduce__(self):
+        return (Message, (self.template, self.args))
+
+    def indented(self, spaces: int) -> Message:
+        """The same sentence, ``spaces`` further in (an aligned hint under its part)."""
+        return Message(" " * spaces + self.template, self.args)
+
+
+def say(template: str, /, **args) -> Message:
+    """The sentence ``template.format(**args)``, kept with its template so that it can be translated.
+
+    ``template`` is a literal with named fields (``{found}``, ``{found:g}``, ``{value!r}``): the
+    phrasebooks are extracted from the code's ``say(...)`` calls (``python scripts/i18n.py strings``)
+    and key each translation by this template, which a translation fills with the same arguments. An
+    argument that is itself a :class:`Message` (a hint, a clause) is said in the same language; any other
+    (a number, a shape, code, the learner's own words) is formatted as the English template formats it,
+    so the two editions can never disagree on one. Leading spaces are indentation, not part of the key.
+
+    Raises:
+        KeyError: a field of ``template`` has no argument.
+    """
+    return Message(template, args)
+
+
+_FIELDS = string.Formatter()
+
+
+@functools.cache
+def templates(language: str) -> dict[str, str]:
+    """``{English template: translated template}`` of every topic's phrasebook in ``language``."""
+    entries = {}
+    for path in phrasebook_files(language):
+        entries.update(json.loads(path.read_text(encoding="utf-8")))
+    return {en: zh for en, zh in entries.items() if zh and not en.startswith("_")}
+
+
+def fields(template: str) -> list[tuple[str, str, str | None]]:
+    """``(name, format spec, conversion)`` of each field of ``template``, in order."""
+    return [(name, spec, conversion) for _, name, spec, conversion in _FIELDS.parse(template) if name is not None]
+
+
+def say_in(text, language: str) -> str:
+    """``text`` said in ``language``: a :class:`Message` from its template's translation (its English if the
+    phrasebook has none), anything else as it is."""
+    if not isinstance(text, Message) or normalise(language) == "en":
+        return str(text)
     language = normalise(language)
-    if language == "en" or not text.strip():
-        return text
-    indent = text[: len(text) - len(text.lstrip())]
-    line, quoted = text.strip(), []
-    if _depth == 0:  # a quoted message (a learner's exception) is copied, never translated
+    filled = {}
+    for name, spec, conversion in fields(text.template):
+        value = text.args[name]
+        if isinstance(value, Message):
+            value = say_in(value, language)
+        elif conversion:
+            value = _FIELDS.convert_field(value, conversion)
+        filled[name] = format(value, spec)
+    key = text.template.strip()
+    indent = text.template[: len(text.template) - len(text.template.lstrip())]
+    target = templates(language).get(key)
+    if target is None:
+        if not only_fields(key):
+            return str(text)  # not translated yet: the tests name the template (scripts/i18n.py strings)
+        target = "".join(lit + ("" if name is None else f"{{{name}}}") for lit, name, _, _ in _FIELDS.parse(key))
+    return indent + target.format(**filled)
 
-        def hide(match):
-            quoted.append(match.group(1))
-            return f"“\ue000{len(quoted) - 1}\ue001”"
 
-        line = re.sub(r"“([^”]*)”", hide, line)
-    for pattern, target, _ in phrasebook(language):
+def only_fields(template: str) -> bool:
+    """True for a template with no words of its own (``"{name:8s} {message}"``): it needs no translation,
+    each language says its fields with the spaces between them."""
+    return not "".join(literal for literal, *_ in _FIELDS.parse(template)).strip()
 
-        def fill(match, target=target):
-            values = {
-                k: translate(v, language, _depth=_depth + 1) if _depth < 3 else v for k, v in match.groupdict().items()
-            }
-            return target.format(**values)
 
-        line = pattern.sub(fill, line)
-    if _depth == 0 and _CJK.search(line):  # a part's name before Chinese text takes a full-width colon
+def typeset(line: str, language: str) -> str:
+    """A translated ``line`` set as the reader's language writes it: in Chinese, a part's name before
+    Chinese text takes a full-width colon (and its label, when it is no name in the learner's code, the
+    reader's word), and a space separates Chinese from Latin letters or digits, as d2l-zh writes; a quoted
+    message (a learner's exception) is left as it is."""
+    if normalise(language) == "en" or not line.strip():
+        return line
+    indent = line[: len(line) - len(line.lstrip())]
+    quoted: list[str] = []
+
+    def hide(match):
+        quoted.append(match.group(1))
+        return f"“\ue000{len(quoted) - 1}\ue001”"
+
+    line = re.sub(r"“([^”]*)”", hide, line.strip())
+    if _CJK.search(line):
         line = re.sub(r"^([\w.]+): (?=\S)", r"\1：", line)
-        # a part's label that is no name in the learner's code (count, tokens) in the reader's words
         line = re.sub(
             r"^([\w.]+)：", lambda match: part_labels(language).get(match.group(1), match.group(1)) + "：", line
         )
-    if _depth == 0:  # a space between Chinese and Latin letters or digits, as d2l-zh writes
-        line = re.sub(r"([\u4e00-\u9fff])([A-Za-z0-9(`])", r"\1 \2", line)
-        line = re.sub(r"([A-Za-z0-9)`])([\u4e00-\u9fff])", r"\1 \2", line)
-        line = re.sub("\ue000(\\d+)\ue001", lambda match: quoted[int(match.group(1))], line)
+    line = re.sub(r"([\u4e00-\u9fff])([A-Za-z0-9(`])", r"\1 \2", line)
+    line = re.sub(r"([A-Za-z0-9)`])([\u4e00-\u9fff])", r"\1 \2", line)
+    line = re.sub("\ue000(\\d+)\ue001", lambda match: quoted[int(match.group(1))], line)
     return indent + line
 
 
@@ -234,7 +315,7 @@ def render(lines, language: str, columns: int | None = None) -> str:
     """A verdict's logical ``lines`` translated into ``language`` and, given ``columns``, wrapped."""
     out = []
     for line in lines:
-        text = translate(line, language)
+        text = typeset(say_in(line, language), language)
         out += wrap(text, columns) if columns else [text]
     return "\n".join(out)
 

@@ -38,7 +38,7 @@ import torch
 
 from ...counting import attention_params
 from .. import DATA_DIR
-from ..checking.answers import Report, Verdict, read_int, read_numbers
+from ..checking.answers import Report, Verdict, read_int, read_numbers, say
 from .task import (
     D_MODEL,
     LEARNING_RATE,
@@ -334,10 +334,16 @@ def check_head_params(num_heads, attention_layer=None, head_dim=None, *, d_model
     Returns:
         :class:`mha.chapters.checking.answers.Verdict`; malformed input gives a message, never an exception.
     """
-    report = Report(f"attention layer with d_model = {d_model}, h = {num_heads!r}")
+    report = Report(
+        say("attention layer with d_model = {d_model}, h = {num_heads!r}", d_model=d_model, num_heads=num_heads)
+    )
     h, problem = read_int("num_heads", num_heads)
     if problem or h < 1 or d_model % h:
-        report.wrong("num_heads", problem or f"must divide d_model = {d_model}, found {h}", "pick h in 1, 2, 4, 8")
+        report.wrong(
+            "num_heads",
+            problem or say("must divide d_model = {d_model}, found {h}", d_model=d_model, h=h),
+            say("pick h in 1, 2, 4, 8"),
+        )
         return report.done()
     expected = attention_params(d_model, h)
     if attention_layer is None:
@@ -345,31 +351,37 @@ def check_head_params(num_heads, attention_layer=None, head_dim=None, *, d_model
     else:
         mine, problem = read_numbers("attention_layer", attention_layer, ())
         slips = {
-            4 * d_model**2: "that is W_Q, W_K, W_V and W_O without their biases (4 x d_model more)",
-            3 * d_model**2 + 3 * d_model: "W_O is part of the layer too (d_model^2 + d_model)",
-            4 * h * d_model**2 + 4 * h * d_model: "each head has d_model x d_k blocks, not d_model x d_model matrices",
+            4 * d_model**2: say("that is W_Q, W_K, W_V and W_O without their biases (4 x d_model more)"),
+            3 * d_model**2 + 3 * d_model: say("W_O is part of the layer too (d_model^2 + d_model)"),
+            4 * h * d_model**2 + 4 * h * d_model: say(
+                "each head has d_model x d_k blocks, not d_model x d_model matrices"
+            ),
         }
         if problem:
-            report.wrong("attention_layer", problem, "give one whole number")
+            report.wrong("attention_layer", problem, say("give one whole number"))
         elif int(mine) == expected and float(mine) == expected:
             report.right("attention_layer")
         else:
-            hint = slips.get(int(mine), "4 matrices of d_model x d_model, plus 4 bias vectors of d_model: for every h")
-            report.wrong("attention_layer", f"{float(mine):,.0f} is not it", hint)
+            hint = slips.get(
+                int(mine), say("4 matrices of d_model x d_model, plus 4 bias vectors of d_model: for every h")
+            )
+            report.wrong("attention_layer", say("{value:,.0f} is not it", value=float(mine)), hint)
     if head_dim is None:
         report.skipped("head_dim")
     else:
         mine, problem = read_numbers("head_dim", head_dim, ())
         if problem:
-            report.wrong("head_dim", problem, "give one whole number")
+            report.wrong("head_dim", problem, say("give one whole number"))
         elif float(mine) == d_model // h:
             report.right("head_dim")
         elif float(mine) in (d_model, d_model * h):
             report.wrong(
-                "head_dim", f"{float(mine):g} is not it", "the heads split d_model between them: d_k = d_model / h"
+                "head_dim",
+                say("{value:g} is not it", value=float(mine)),
+                say("the heads split d_model between them: d_k = d_model / h"),
             )
         else:
-            report.wrong("head_dim", f"{float(mine):g} is not it", "d_k = d_model / h")
+            report.wrong("head_dim", say("{value:g} is not it", value=float(mine)), say("d_k = d_model / h"))
     return report.done()
 
 

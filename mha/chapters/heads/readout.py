@@ -27,10 +27,12 @@ One head without a residual gives the rule of a single softmax: more than half i
 from __future__ import annotations
 
 import itertools
+import math
+import numbers
 
 import torch
 
-from ..checking.answers import Report, Verdict, fit_to_page, read_int
+from ..checking.answers import Message, Report, Verdict, fit_to_page, read_int, say
 
 _TOL = 1e-9
 
@@ -140,11 +142,33 @@ def readable_relations(weights, *, residual: bool = False) -> list[int]:
     return [o for o in range(1, columns) if readout_combination(weights, o, residual=residual) is not None]
 
 
-def _combination_text(c: torch.Tensor, beta: torch.Tensor, offset: int) -> str:
-    terms = " ".join(f"{'+' if float(x) >= 0 else '-'} {abs(float(x)):.3g} × head {h + 1}" for h, x in enumerate(c))
+def _combination_text(c: torch.Tensor, beta: torch.Tensor, offset: int) -> Message:
+    terms = None
+    for h, x in enumerate(c):
+        sign, coef = "-" if float(x) < 0 else "+", abs(float(x))
+        if terms is None and sign == "-":  # the first term carries its sign only when it is negative
+            terms = say("- {coef:.3g} × head {head}", coef=coef, head=h + 1)
+        elif terms is None:
+            terms = say("{coef:.3g} × head {head}", coef=coef, head=h + 1)
+        else:
+            terms = say("{terms} {sign} {coef:.3g} × head {head}", terms=terms, sign=sign, coef=coef, head=h + 1)
     rest = float(beta.abs().sum() - beta[offset].abs())
     on_it = float(beta[offset])
-    return f"{terms.removeprefix('+ ')} puts {on_it:.3g} on it and {rest:.3g} on all other tokens together"
+    return say(
+        "{terms} puts {on_it:.3g} on it and {rest:.3g} on all other tokens together",
+        terms=terms,
+        on_it=on_it,
+        rest=rest,
+    )
+
+
+def _offset_problem(item) -> Message | None:
+    """What is wrong with ``item`` as an offset (as :func:`read_int` says it), or None for a whole number."""
+    if isinstance(item, bool) or not isinstance(item, numbers.Real):
+        return say("an offset must be a whole number, found {type} {value!r}", type=type(item).__name__, value=item)
+    if not math.isfinite(item) or item != int(item):
+        return say("an offset must be a whole number, found {value!r}", value=item)
+    return None
 
 
 def check_readable(answer, weights=EXERCISE_WEIGHTS) -> Verdict:
@@ -158,21 +182,24 @@ def check_readable(answer, weights=EXERCISE_WEIGHTS) -> Verdict:
     Returns:
         :class:`mha.chapters.checking.answers.Verdict`; malformed input gives a message, never an exception.
     """
-    report = Report("offsets a linear readout can read on every input")
+    report = Report(say("offsets a linear readout can read on every input"))
     expected = set(readable_relations(weights))
     if isinstance(answer, (str, bytes)) or not hasattr(answer, "__iter__"):
         report.wrong(
-            "answer", f"must be a list of offsets such as [1, 2], found {answer!r}", "list the offsets (1, 2, ...)"
+            "answer",
+            say("must be a list of offsets such as [1, 2], found {answer!r}", answer=answer),
+            say("list the offsets (1, 2, ...)"),
         )
         return report.done()
     mine = set()
     for item in answer:
-        value, problem = read_int("an offset", item)
+        problem = _offset_problem(item)
+        value = None if problem else int(item)
         if problem or not 1 <= value < len(weights[0]):
             report.wrong(
                 "answer",
-                problem or f"offsets run from 1 to {len(weights[0]) - 1}, found {value}",
-                "offsets count places back: 1, 2, ...",
+                problem or say("offsets run from 1 to {last}, found {value}", last=len(weights[0]) - 1, value=value),
+                say("offsets count places back: 1, 2, ..."),
             )
             return report.done()
         mine.add(value)
@@ -183,15 +210,23 @@ def check_readable(answer, weights=EXERCISE_WEIGHTS) -> Verdict:
     single = {o for o in range(1, table.shape[1] - 1) if bool((table[:, o] > 0.5).any())}
     if mine - expected:
         o = min(mine - expected)
-        hint = (
-            f"no combination of the heads puts more weight on offset {o} than on all other tokens together: "
-            "some input outweighs it, whatever the readout"
+        hint = say(
+            "no combination of the heads puts more weight on offset {offset} than on all other tokens together: "
+            "some input outweighs it, whatever the readout",
+            offset=o,
         )
     else:
         o = min(expected - mine)
         c = readout_combination(weights, o)
-        hint = f"offset {o} can be read: {_combination_text(c, c @ table, o)}"
-        if o not in single:
-            hint += " (heads can cancel each other's weight: no single head needs more than 1/2)"
-    report.wrong("answer", f"{sorted(mine)} is not it", hint)
+        how = _combination_text(c, c @ table, o)
+        if o in single:
+            hint = say("offset {offset} can be read: {how}", offset=o, how=how)
+        else:
+            hint = say(
+                "offset {offset} can be read: {how} (heads can cancel each other's weight: no single head needs "
+                "more than 1/2)",
+                offset=o,
+                how=how,
+            )
+    report.wrong("answer", say("{value} is not it", value=sorted(mine)), hint)
     return fit_to_page(report.done())

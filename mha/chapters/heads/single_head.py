@@ -24,7 +24,7 @@ import math
 import torch
 
 from ...attention import scaled_dot_product_attention
-from ..checking.answers import Report, Verdict, close, compare_number, read_numbers
+from ..checking.answers import Report, Verdict, close, compare_number, read_numbers, say
 
 #: The two sentences compared: the same words, the roles swapped.
 SENTENCE = ("cat", "chases", "mouse")
@@ -167,16 +167,20 @@ def _check_output(report, part, value, expected, slips) -> None:
         return
     mine, problem = read_numbers(part, value, (2,))
     if problem:
-        report.wrong(part, problem, "give two numbers: the 'cat' feature, then the 'mouse' feature")
+        report.wrong(part, problem, say("give two numbers: the 'cat' feature, then the 'mouse' feature"))
         return
     if close(mine, expected, 1e-3):
         report.right(part)
         return
     for wrong, hint in slips:
         if close(mine, wrong, 1e-3):
-            report.wrong(part, f"{mine.tolist()} is not it", hint)
+            report.wrong(part, say("{value} is not it", value=mine.tolist()), hint)
             return
-    report.wrong(part, f"{mine.tolist()} is not it", "the output is sum_j a_j v_j: weight times value vector, added up")
+    report.wrong(
+        part,
+        say("{value} is not it", value=mine.tolist()),
+        say("the output is sum_j a_j v_j: weight times value vector, added up"),
+    )
 
 
 #: The precision exercise 1 asks for the distance: 2 decimals.
@@ -197,10 +201,14 @@ def check_split(split, output=None, output_swapped=None, distance=None) -> Verdi
         :class:`mha.chapters.checking.answers.Verdict` (prints as a report). Malformed input gives a
         message in the report, never an exception.
     """
-    report = Report(f"split λ = {split!r}")
+    report = Report(say("split λ = {split!r}", split=split))
     s, problem = read_numbers("split", split, ())
     if problem or not 0.0 <= float(s) <= 1.0:
-        report.wrong("split", problem or f"must lie in [0, 1], found {float(s)}", "λ is a weight: between 0 and 1")
+        report.wrong(
+            "split",
+            problem or say("must lie in [0, 1], found {value}", value=float(s)),
+            say("λ is a weight: between 0 and 1"),
+        )
         return report.done()
     s = float(s)
     r = two_sentences(s)
@@ -209,9 +217,12 @@ def check_split(split, output=None, output_swapped=None, distance=None) -> Verdi
         ("output_swapped", output_swapped, r["output_swapped"], r["output"]),
     ):
         slips = [
-            (other, "that is the other sentence's vector: λ is the weight on the *first* word, whichever noun it is"),
-            (torch.tensor([0.5, 0.5]), "0.5 / 0.5 is the even split; here the first word gets λ"),
-            (torch.tensor([s, s]), "each noun's value is one-hot: the 'cat' feature gets cat's weight only"),
+            (
+                other,
+                say("that is the other sentence's vector: λ is the weight on the *first* word, whichever noun it is"),
+            ),
+            (torch.tensor([0.5, 0.5]), say("0.5 / 0.5 is the even split; here the first word gets λ")),
+            (torch.tensor([s, s]), say("each noun's value is one-hot: the 'cat' feature gets cat's weight only")),
         ]
         _check_output(report, part, value, expected, slips)
     if distance is None:
@@ -220,14 +231,14 @@ def check_split(split, output=None, output_swapped=None, distance=None) -> Verdi
         d, problem = read_numbers("distance", distance, ())
         gap = abs(2 * s - 1)
         if problem:
-            report.wrong("distance", problem, "give one number")
+            report.wrong("distance", problem, say("give one number"))
             return report.done()
         d, target = float(d), float(r["distance"])
         verdict = compare_number(d, target, decimals=DISTANCE_DECIMALS)
         slips = (
-            (gap, "that is the gap in one feature; both features differ by it: sqrt(2) times"),
-            (2 * gap, "that sums the absolute gaps (L1); Euclidean: the root of the sum of squares"),
-            (2 * gap**2, "that is the squared distance: take its square root"),
+            (gap, say("that is the gap in one feature; both features differ by it: sqrt(2) times")),
+            (2 * gap, say("that sums the absolute gaps (L1); Euclidean: the root of the sum of squares")),
+            (2 * gap**2, say("that is the squared distance: take its square root")),
         )
         # a slip is named only when it is told apart from the answer at this precision
         slip = next(
@@ -245,8 +256,8 @@ def check_split(split, output=None, output_swapped=None, distance=None) -> Verdi
         elif slip is None and verdict.status == "close":
             report.close("distance", verdict.message)
         else:
-            hint = slip or "subtract the two vectors, square, add, take the root"
-            report.wrong("distance", f"{d:g} is not it", hint)
+            hint = slip or say("subtract the two vectors, square, add, take the root")
+            report.wrong("distance", say("{value:g} is not it", value=d), hint)
     return report.done()
 
 
@@ -261,10 +272,14 @@ def check_content_only(prefer_cat, output=None, output_swapped=None) -> Verdict:
     Returns:
         :class:`mha.chapters.checking.answers.Verdict`; malformed input gives a message, never an exception.
     """
-    report = Report(f"content-only keys, weight on 'cat' = {prefer_cat!r}")
+    report = Report(say("content-only keys, weight on 'cat' = {prefer_cat!r}", prefer_cat=prefer_cat))
     p, problem = read_numbers("prefer_cat", prefer_cat, ())
     if problem or not 0.0 <= float(p) <= 1.0:
-        report.wrong("prefer_cat", problem or f"must lie in [0, 1], found {float(p)}", "it is a weight: in [0, 1]")
+        report.wrong(
+            "prefer_cat",
+            problem or say("must lie in [0, 1], found {value}", value=float(p)),
+            say("it is a weight: in [0, 1]"),
+        )
         return report.done()
     p = float(p)
     expected = content_only(p, SENTENCE)[0][QUERY]
@@ -274,11 +289,8 @@ def check_content_only(prefer_cat, output=None, output_swapped=None) -> Verdict:
         ("output_swapped", output_swapped, positional["output_swapped"]),
     ):
         slips = [
-            (
-                by_position,
-                "positions in the keys do that; weight follows cat",
-            ),
-            (torch.tensor([1 - p, p]), "the weight p is on cat, so the 'cat' feature gets p"),
+            (by_position, say("positions in the keys do that; weight follows cat")),
+            (torch.tensor([1 - p, p]), say("the weight p is on cat, so the 'cat' feature gets p")),
         ]
         _check_output(report, part, value, expected, slips)
     return report.done()

@@ -31,6 +31,7 @@ from ...attention import entropy_bits
 from ...checks import check_positive_int
 from ...counting import attention_params
 from ..checking.answers import (
+    Message,
     Verdict,
     close_verdict,
     compare_number,
@@ -39,6 +40,7 @@ from ..checking.answers import (
     named_slip,
     read_number,
     right,
+    say,
     wrong,
 )
 
@@ -279,10 +281,17 @@ def _fold(hint: str) -> str:
     return textwrap.fill(hint, width=74, initial_indent=" " * 8, subsequent_indent=" " * 8)[8:]
 
 
-def _wrong_folded(title: str, step: str, hint: str) -> Verdict:
-    """:func:`wrong` with ``hint`` folded to the code column; a translation starts from the unfolded lines."""
-    lines = (title, f"  {step}: wrong")
-    return Verdict(False, step, (*lines, f"  hint: {_fold(hint)}"), source=(*lines, f"  hint: {hint}"))
+def _wrong_folded(title: Message, step: str, hint: Message) -> Verdict:
+    """:func:`wrong` with ``hint`` folded to the code column; a translation starts from the unfolded lines
+    (``source``), so the folded English line is layout only and is never translated."""
+    lines = (title, say("  {step}: wrong", step=step))
+    folded = say("  hint: {hint}", hint=_fold(hint))
+    return Verdict(False, step, (*lines, folded), source=(*lines, say("  hint: {hint}", hint=hint)))
+
+
+def _at(shape: tuple, num_heads: int, hint: Message) -> Message:
+    """``hint`` for the input ``x`` of ``shape`` split into ``num_heads`` heads."""
+    return say("for x of shape {shape}, H = {num_heads}: {hint}", shape=shape, num_heads=num_heads, hint=hint)
 
 
 def check_merge_heads(fn) -> Verdict:
@@ -294,44 +303,59 @@ def check_merge_heads(fn) -> Verdict:
     """
     from ...attention import split_heads
 
-    title = "merge_heads"
+    title = say("{name}", name="merge_heads")
     if not callable(fn):
-        return malformed(title, f"give a function x -> merged x, found {type(fn).__name__}")
+        return malformed(title, say("give a function x -> merged x, found {type}", type=type(fn).__name__))
     for batch_size, seq_len, d_model, num_heads in [(2, 5, 8, 2), (1, 3, 12, 3), (3, 1, 6, 6), (2, 4, 8, 1)]:
         gen = torch.Generator().manual_seed(batch_size * 100 + d_model)
         x = torch.randn(batch_size, seq_len, d_model, generator=gen)  # (B, T, D)
         heads = split_heads(x, num_heads)  # (B, H, T, Dh)
-        shape, where = (
-            (batch_size, seq_len, d_model),
-            f"for x of shape {(batch_size, seq_len, d_model)}, H = {num_heads}",
-        )
+        shape = (batch_size, seq_len, d_model)
+        where = say("for x of shape {shape}, H = {num_heads}", shape=shape, num_heads=num_heads)
         try:
             # a fresh contiguous (B, H, T, Dh) tensor, as attention's output (weights @ v) is: a
             # .view of its transpose raises there, so the check must not hand over split_heads' strides
             got = fn(heads.clone(memory_format=torch.contiguous_format))
         except Exception as error:  # the reader's code: report, do not propagate
-            problem = f"{where}, your function raised {type(error).__name__}: {error}"
+            kind = type(error).__name__
             if "view" in str(error) and num_heads > 1 and seq_len > 1:
-                problem += (
-                    ": after transpose(1, 2) the tensor is not contiguous, so .view cannot merge it; "
-                    "use .reshape(B, T, D) or .contiguous().view(B, T, D)"
+                problem = say(
+                    "{where}, your function raised {type}: {error}: {hint}",
+                    where=where,
+                    type=kind,
+                    error=str(error),
+                    hint=say(
+                        "after transpose(1, 2) the tensor is not contiguous, so .view cannot merge it; "
+                        "use .reshape(B, T, D) or .contiguous().view(B, T, D)"
+                    ),
                 )
+            else:
+                problem = say("{where}, your function raised {type}: {error}", where=where, type=kind, error=str(error))
             return fit_to_page(malformed(title, problem))
         if not isinstance(got, torch.Tensor):
-            return malformed(title, f"{where}, your function returned {type(got).__name__}, not a tensor")
+            return malformed(
+                title, say("{where}, your function returned {type}, not a tensor", where=where, type=type(got).__name__)
+            )
         if tuple(got.shape) != shape:
-            hint = f"expected shape {shape}, found {tuple(got.shape)}"
-            if tuple(got.shape) == (batch_size, num_heads * seq_len, d_model // num_heads):
-                hint += ": that is a vertical stack, one row per (head, token); concatenate along the features"
-            return _wrong_folded(title, "shape", f"{where}: {hint}")
+            found = tuple(got.shape)
+            if found == (batch_size, num_heads * seq_len, d_model // num_heads):
+                hint = say(
+                    "expected shape {expected}, found {found}: that is a vertical stack, one row per (head, token); "
+                    "concatenate along the features",
+                    expected=shape,
+                    found=found,
+                )
+            else:
+                hint = say("expected shape {expected}, found {found}", expected=shape, found=found)
+            return _wrong_folded(title, "shape", _at(shape, num_heads, hint))
         if not torch.isfinite(got).all():
-            return wrong(title, "values", f"{where}: the result holds NaN or infinity")
+            return wrong(title, "values", _at(shape, num_heads, say("the result holds NaN or infinity")))
         if not torch.equal(got, x):
-            hint = "merge(split(x)) != x: are the heads concatenated along the feature axis, in order?"
+            hint = say("merge(split(x)) != x: are the heads concatenated along the feature axis, in order?")
             if num_heads > 1 and seq_len > 1 and torch.equal(got, heads.reshape(shape)):
-                hint = "a reshape without moving the head axis back mixes tokens: transpose(1, 2) first"
-            return _wrong_folded(title, "values", f"{where}: {hint}")
-    return right(title, "correct: merge_heads(split_heads(x)) == x for every shape tried")
+                hint = say("a reshape without moving the head axis back mixes tokens: transpose(1, 2) first")
+            return _wrong_folded(title, "values", _at(shape, num_heads, hint))
+    return right(title, say("correct: merge_heads(split_heads(x)) == x for every shape tried"))
 
 
 #: The precision exercise 2 asks for the variance: 2 significant figures.
@@ -346,7 +370,8 @@ def check_score_variance(answer, d_k: int = 64, scale: str = "1/d_k") -> Verdict
     Recognises: the unscaled d_k, the scale applied once instead of squared, 1 (the 1/√d_k answer
     for another scale).
     """
-    title = f"Var(q·k) with scale {scale}, d_k = {d_k}"
+    shown = say("1 (no scaling)") if isinstance(scale, str) and scale == "1 (no scaling)" else scale  # in words
+    title = say("Var(q·k) with scale {scale}, d_k = {d_k}", scale=shown, d_k=d_k)
     value, problem = read_number("answer", answer)
     if problem:
         return malformed(title, problem)
@@ -354,19 +379,21 @@ def check_score_variance(answer, d_k: int = 64, scale: str = "1/d_k") -> Verdict
     target = factor**2 * d_k
     verdict = compare_number(value, target, sig_figs=VARIANCE_SIG_FIGS)
     if verdict.right:
-        return right(title, f"correct: {target:.4g}")
+        return right(title, say("correct: {target:.4g}", target=target))
     slips = [
-        (d_k, "that is the variance before scaling; a factor c multiplies a variance by c²"),
-        (factor * d_k, "a factor c multiplies a variance by c², not by c"),
-        (1.0, "1 is the variance with 1/√d_k; this scale is different"),
-        (factor, "Var(q·k) is d_k before scaling, not 1"),
+        (d_k, say("that is the variance before scaling; a factor c multiplies a variance by c²")),
+        (factor * d_k, say("a factor c multiplies a variance by c², not by c")),
+        (1.0, say("1 is the variance with 1/√d_k; this scale is different")),
+        (factor, say("Var(q·k) is d_k before scaling, not 1")),
     ]
     hint = named_slip(value, target, slips, sig_figs=VARIANCE_SIG_FIGS)
     if hint is not None:
         return wrong(title, "variance", hint)
     if verdict.status == "close":
         return close_verdict(title, "variance", verdict.message)
-    return wrong(title, "variance", "Var(q·k) = d_k (a sum of d_k products of variance 1); then multiply by scale²")
+    return wrong(
+        title, "variance", say("Var(q·k) = d_k (a sum of d_k products of variance 1); then multiply by scale²")
+    )
 
 
 def check_layer_params(answer, d_model: int = 768, num_heads: int = 12, d_ff: int = 3072) -> Verdict:
@@ -375,7 +402,9 @@ def check_layer_params(answer, d_model: int = 768, num_heads: int = 12, d_ff: in
     Recognises: biases left out, LayerNorms left out or counted once, attention or the
     feed-forward block alone, one head's projections plus W_O (≈737K, a count some tutorials give).
     """
-    title = f"parameters of EncoderLayer({d_model}, {num_heads}, {d_ff})"
+    title = say(
+        "parameters of EncoderLayer({d_model}, {num_heads}, {d_ff})", d_model=d_model, num_heads=num_heads, d_ff=d_ff
+    )
     value, problem = read_number("answer", answer)
     if problem:
         return malformed(title, problem)
@@ -384,21 +413,23 @@ def check_layer_params(answer, d_model: int = 768, num_heads: int = 12, d_ff: in
     norms = 2 * 2 * d_model  # two LayerNorms, a gain and a bias each
     target = attention + feed_forward + norms
     if value == target:
-        return right(title, f"correct: {target:,}")
+        return right(title, say("correct: {target:,}", target=target))
     head_dim = d_model // num_heads
     slips = [
         (
             attention_params(d_model, num_heads, bias=False) + 2 * d_model * d_ff,
-            "the biases are missing (and the norms?)",
+            say("the biases are missing (and the norms?)"),
         ),
-        (target - norms, "the two LayerNorms have a gain and a bias of d_model each"),
-        (target - norms // 2, "there are two LayerNorms, one after each sub-layer"),
-        (target - 4 * d_model - d_ff - d_model, "every linear layer has a bias: 4 in attention, 2 in the MLP"),
-        (attention, "that is the attention alone; add the feed-forward block and the LayerNorms"),
-        (feed_forward, "that is the feed-forward block alone; add the attention and the LayerNorms"),
-        (3 * d_model * head_dim + d_model * d_model, "one head's W_Q, W_K, W_V plus W_O counts no real layer"),
+        (target - norms, say("the two LayerNorms have a gain and a bias of d_model each")),
+        (target - norms // 2, say("there are two LayerNorms, one after each sub-layer")),
+        (target - 4 * d_model - d_ff - d_model, say("every linear layer has a bias: 4 in attention, 2 in the MLP")),
+        (attention, say("that is the attention alone; add the feed-forward block and the LayerNorms")),
+        (feed_forward, say("that is the feed-forward block alone; add the attention and the LayerNorms")),
+        (3 * d_model * head_dim + d_model * d_model, say("one head's W_Q, W_K, W_V plus W_O counts no real layer")),
     ]
     for slip, hint in slips:
         if value == slip:
             return wrong(title, "count", hint)
-    return wrong(title, "count", "add attention (4·d² + 4·d), the MLP (2·d·d_ff + d_ff + d) and two LayerNorms (4·d)")
+    return wrong(
+        title, "count", say("add attention (4·d² + 4·d), the MLP (2·d·d_ff + d_ff + d) and two LayerNorms (4·d)")
+    )

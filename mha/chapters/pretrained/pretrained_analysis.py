@@ -13,7 +13,7 @@ figures are in :mod:`mha.chapters.pretrained.figures`. Here:
   (:func:`quality_with_heads`), and Michel et al.'s importance score (:func:`importance_scores`);
   the pruning study itself is :mod:`mha.chapters.pretrained.pretrained_pruning`, the Winograd-style twins
   :mod:`mha.chapters.pretrained.pretrained_twins`;
-* the exercise checkers :func:`check_importance` and :func:`check_twin_margins`.
+* the exercise checkers are in :mod:`mha.chapters.pretrained.pretrained_exercises`.
 
 Shape legend: B batch, T tokens, D d_model, H heads, L layers, N pairs.
 """
@@ -37,7 +37,6 @@ from ...bert import (
     tokenize,
 )
 from .. import DATA_DIR
-from ..checking.answers import Verdict, fit_to_page
 
 #: The sentence-pair data set written for this course (see :func:`load_sentence_pairs`).
 SENTENCE_PAIRS = DATA_DIR / "sentence_pairs.json"
@@ -327,169 +326,3 @@ def value_norms(model: BertEncoder, tokenizer, sentences) -> dict:
             word_norm = (f_norm * per_word[:, None, :]).sum(-1)  # (B, H): mean ||f(x_j)|| over the words
             result["cls_norm_ratio"].append((f_norm[..., 0] / word_norm).mean(0))  # (H,)
     return {k: torch.stack(v).numpy() for k, v in result.items()}  # (L, H) each
-
-
-# ---------------------------------------------------------------------------------------------
-# Exercise checkers: say which step is wrong, never print the expected numbers
-# ---------------------------------------------------------------------------------------------
-
-
-def Check(ok: bool, first_error: str | None, lines: tuple) -> Verdict:  # noqa: N802 (reads as a type)
-    """A :class:`~mha.chapters.checking.answers.Verdict`, each line wrapped to fit the book's code column."""
-    return fit_to_page(Verdict(ok, first_error, tuple(lines)))
-
-
-def _refuse(step: str, message: str) -> Check:
-    return Check(False, step, (message,))
-
-
-def _as_array(name: str, values, shape: tuple) -> tuple[np.ndarray | None, str | None]:
-    """``values`` as a float array of ``shape``, or None and a message saying what is wrong."""
-    if isinstance(values, (str, bytes)):
-        return None, f"{name} must be numbers, found a string ({values!r:.40})"
-    try:
-        array = np.asarray(values.detach().cpu() if isinstance(values, torch.Tensor) else values, dtype=float)
-    except (TypeError, ValueError):
-        return None, f"{name} must be numbers of shape {shape}, found {type(values).__name__}"
-    if array.shape != shape:
-        hint = " (rows are layers, columns heads: transpose it)" if array.shape == shape[::-1] else ""
-        return None, f"{name} must have shape {shape}, found {array.shape}{hint}"
-    if not np.isfinite(array).all():
-        return None, f"{name} holds NaN or infinite entries: compute every entry"
-    return array, None
-
-
-#: The exercises ask for 3 decimals: an answer right to 2 is told so, not given a hint on the method.
-ROUNDED, CLOSE = 0.0051, "close: give them to 3 decimals (they are right to 2)"
-
-
-def check_importance(answer, gradients, tol: float = 1e-3) -> Check:
-    """Check an importance table (L, H) computed by hand from ``gradients`` (N, L, H), the
-    derivatives d m_i / d xi_h of :func:`mha.chapters.pretrained.pretrained_pruning.margin_gradients`.
-
-    The right answer is :func:`importance_scores` (``normalize=True``) of the same gradients. Hints
-    recognise the usual slips: the signed mean, |mean| instead of mean |.|, no normalisation,
-    normalising the whole table or by the sum. Malformed input gets a message, not an exception.
-    """
-    try:
-        grads = None if isinstance(gradients, (str, bytes)) else np.asarray(gradients, dtype=float)
-    except (TypeError, ValueError):
-        grads = None
-    if grads is None or grads.ndim != 3 or not np.isfinite(grads).all():
-        return _refuse("gradients", "gradients must be the (N, L, H) array margin_gradients returned")
-    mine, problem = _as_array("your answer", answer, grads.shape[1:])
-    if problem:
-        return _refuse("answer", problem)
-    expected = importance_scores(grads)
-    if np.allclose(mine, expected, atol=tol):
-        return Check(
-            True, None, ("importance scores correct: mean |d m_i / d xi_h| over pairs, l2-normalised per layer",)
-        )
-    if np.allclose(mine, expected, atol=ROUNDED):
-        return Check(False, "importance", (f"importance scores {CLOSE}",))
-    wrong = [f"L{i + 1}" for i in range(mine.shape[0]) if not np.allclose(mine[i], expected[i], atol=tol)]
-    hints = _importance_slips(mine, grads, tol) or [
-        "score = mean over pairs of |gradient|, then divide each layer by its l2 norm"
-    ]
-    return Check(
-        False, "importance", (f"importance scores wrong in layers {', '.join(wrong)}", *(f"hint: {h}" for h in hints))
-    )
-
-
-def _importance_slips(mine, grads, tol) -> list[str]:
-    """The usual slips (how the pairs are averaged x how the table is normalised) that give ``mine``."""
-    averages = {
-        None: np.abs(grads).mean(axis=0),  # right: mean over pairs of |derivative|
-        "you took |mean|: take the absolute value of each pair's derivative first, then the mean": np.abs(
-            grads.mean(axis=0)
-        ),
-        "no absolute value: the score averages |dL/d xi_h|, so a head that helps some pairs "
-        "and hurts others counts as important": grads.mean(axis=0),
-    }
-    norms = {
-        None: lambda t: np.linalg.norm(t, axis=1, keepdims=True),  # right: each layer's l2 norm
-        "not normalised: divide each layer's row by its l2 norm": lambda t: 1.0,
-        "you normalised the whole table: normalise each layer (row) by its own l2 norm": np.linalg.norm,
-        "you divided by the row's sum: the normalisation uses the l2 norm, sqrt(sum of squares)": lambda t: t.sum(
-            axis=1, keepdims=True
-        ),
-    }
-    for average_hint, table in averages.items():
-        for norm_hint, norm in norms.items():
-            if (average_hint or norm_hint) and np.allclose(mine, table / norm(table), atol=tol):
-                return [h for h in (average_hint, norm_hint) if h]
-    return []
-
-
-def _index(name: str, value, size: int) -> tuple[int | None, str | None]:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= value <= size:
-        return None, f"{name} must be a whole number from 1 to {size} (counted from 1, as on the page), found {value!r}"
-    return int(value) - 1, None
-
-
-def _twin_slip(mine, twins, i, layer, head, tol) -> str:
-    """Name the usual slip that produces ``mine`` instead of pair i's margins, if one does."""
-    expected = twins["margins"][i, :, layer, head]
-    pair = twins["pairs"][i]
-    if np.allclose(mine, -expected, atol=tol):
-        return "the signs are reversed: margin = weight(pronoun -> referent) - weight(pronoun -> other noun)"
-    if np.allclose(mine, expected * [1, -1], atol=tol) or np.allclose(mine, expected * [-1, 1], atol=tol):
-        first, second = pair.referents
-        return f"the referent changes between the twins ({first!r}, then {second!r}): one margin uses the wrong noun"
-    columns = []
-    for k, referent in enumerate(pair.referents):
-        tokens, weights = twins["tokens"][2 * i + k], twins["maps"][2 * i + k][layer, head]
-        other = pair.candidates[1] if referent == pair.candidates[0] else pair.candidates[0]
-        p, r, o = (token_position(tokens, w) for w in (pair.pronoun, referent, other))
-        columns.append(weights[r, p] - weights[o, p])
-    if np.allclose(mine, columns, atol=tol):
-        return "you read the column (how much each noun attends to the pronoun): use the pronoun's row"
-    num_pairs, _, num_layers, num_heads = twins["margins"].shape
-    for di, dl, dh in ((0, 1, 1), (0, 1, 0), (0, 0, 1), (1, 0, 0)):
-        if i + di < num_pairs and layer + dl < num_layers and head + dh < num_heads:
-            if np.allclose(mine, twins["margins"][i + di, :, layer + dl, head + dh], atol=tol):
-                return "these are another head's or pair's margins: the page counts from 1, arrays from 0 (subtract 1)"
-    return "in each sentence, read the pronoun's row of this head's map: referent's weight minus the other noun's"
-
-
-def check_twin_margins(twins: dict, pair: int, layer: int, head: int, margins, resolves, tol: float = 1e-3) -> Check:
-    """Check one head's two margins on one twin pair, and the verdict "resolves", done by hand.
-
-    Args:
-        twins: :func:`mha.chapters.pretrained.pretrained_twins.twin_study`'s result.
-        pair, layer, head: numbered from 1, as on the page (L4H2 is ``layer=4, head=2``).
-        margins: your (m_1, m_2), one per sentence of the pair.
-        resolves: your verdict, True or False.
-    Returns:
-        :class:`Check`; malformed input gets a message, not an exception.
-    """
-    num_pairs, _, num_layers, num_heads = np.shape(twins["margins"])
-    i, problem = _index("pair", pair, num_pairs)
-    layer0, problem = (None, problem) if problem else _index("layer", layer, num_layers)
-    head0, problem = (None, problem) if problem else _index("head", head, num_heads)
-    if problem:
-        return _refuse("arguments", problem)
-    mine, problem = _as_array("margins", margins, (2,))
-    if problem:
-        return _refuse("margins", problem)
-    if not isinstance(resolves, (bool, np.bool_)):
-        return _refuse("resolves", f"resolves must be True or False, found {resolves!r}")
-    expected = twins["margins"][i, :, layer0, head0]
-    lines, first = [f"pair {pair}, L{layer}H{head}"], None
-    if np.allclose(mine, expected, atol=tol):
-        lines.append("  margins  correct")
-    elif np.allclose(mine, expected, atol=ROUNDED):
-        first, lines = "margins", [*lines, f"  margins  {CLOSE}"]
-    else:
-        first = "margins"
-        lines += ["  margins  wrong", f"  hint: {_twin_slip(mine, twins, i, layer0, head0, tol)}"]
-    right_verdict = bool((expected > 0).all())
-    if bool(resolves) == right_verdict:
-        lines.append("  resolves correct")
-    elif first and bool(resolves) == bool((mine > 0).all()):
-        lines += ["  resolves wrong", "  hint: it follows from your margins: fix them first"]
-    else:
-        first = first or "resolves"
-        lines += ["  resolves wrong", "  hint: a head resolves a pair only when *both* margins are positive"]
-    lines.append("all steps correct" if first is None else f"first step to fix: {first}")
-    return Check(first is None, first, tuple(lines))

@@ -18,8 +18,8 @@ import torch
 from ...viz.artists import heatmap_artists, set_heatmap, set_tick_labels, spines, suptitle, text_layer, tick_label_texts
 from ...viz.live import LiveFigure
 from ...viz.plotting import contrast_color, head_color, plot_attention, use_style
-from .worked import DTYPE, FEATURES, OUTPUT_FEATURES, WorkedExample, explorer_example, token_labels
-from .worked_edit import sentence_example
+from .worked import DTYPE, FEATURES, OUTPUT_FEATURES, WorkedExample, token_labels
+from .worked_edit import explorer_example, sentence_example
 
 
 # ----------------------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ from ..checking.answers import (
     read_number,
     read_row,
     right,
+    say,
     wrong,
 )
 from .worked_diagnosis import (
@@ -321,13 +322,15 @@ def check_row(
     name wrong entries but never print the expected numbers.
     """
     ex = _example(example)
-    title = f"head {head}, row {row}"
+    title = say("head {head}, row {row}", head=head, row=row)
     if isinstance(head, bool) or not isinstance(head, numbers.Integral) or not 1 <= head <= ex.num_heads:
-        return malformed(title, f"head must be 1 or 2 (numbered from 1, as on the page), found {head!r}")
+        return malformed(title, say("head must be 1 or 2 (numbered from 1, as on the page), found {head!r}", head=head))
     if isinstance(row, bool) or not isinstance(row, numbers.Integral) or not 1 <= row <= len(ex.tokens):
-        return malformed(title, f"row must be a token number 1..{len(ex.tokens)} (as on the page), found {row!r}")
+        return malformed(
+            title, say("row must be a token number 1..{n} (as on the page), found {row!r}", n=len(ex.tokens), row=row)
+        )
     if scores is None and weights is None and output is None:
-        return malformed(title, "give at least one of scores=, weights=, output= to check")
+        return malformed(title, say("give at least one of scores=, weights=, output= to check"))
     h, r = int(head) - 1, int(row) - 1
     n = len(ex.tokens)
     tol = 10.0**-decimals  # how near a slip must be to be recognised
@@ -337,7 +340,7 @@ def check_row(
         if problem:
             return malformed(title, problem)
     my_scores, my_weights = mine["scores"], mine["weights"]
-    lines = [f"head {head}, row {row} ({ex.tokens[r]})"]
+    lines = [say("head {head}, row {row} ({token})", head=head, row=row, token=ex.tokens[r])]
     first_error = None
     steps = (
         ("scores", my_scores, ex.scores[h, r], ex.tokens),
@@ -346,14 +349,14 @@ def check_row(
     )
     for name, mine, expected, labels in steps:
         if mine is None:
-            lines.append(f"  {name:8s} not given")
+            lines.append(say("  {name:8s} not given", name=name))
             continue
         status, message = compare_row(mine, expected, labels, decimals)
         if status == "right":
-            lines.append(f"  {name:8s} correct")
+            lines.append(say("  {name:8s} correct", name=name))
             continue
         if status == "close":
-            lines.append(f"  {name:8s} {message}")
+            lines.append(say("  {name:8s} {message}", name=name, message=message))
             first_error = first_error or name
             continue
         if name == "scores":
@@ -362,10 +365,15 @@ def check_row(
             hint = diagnose_weights(mine, ex, h, r, tol, my_scores)
         else:
             hint = diagnose_output(mine, ex, h, r, tol, my_weights)
-        lines.append(f"  {name:8s} wrong at entries {wrong_entries(mine, expected, labels, tol / 2)}")
-        lines.append(f"  {'':8s} hint: {hint}")
+        entries = wrong_entries(mine, expected, labels, tol / 2)
+        lines.append(say("  {name:8s} wrong at entries {entries}", name=name, entries=entries))
+        lines.append(say("hint: {hint}", hint=hint).indented(2 + 8 + 1))
         first_error = first_error or name
-    lines.append("all steps given are correct" if first_error is None else f"first step to fix: {first_error}")
+    lines.append(
+        say("all steps given are correct")
+        if first_error is None
+        else say("first step to fix: {step}", step=first_error)
+    )
     return Verdict(ok=first_error is None, first_error=first_error, lines=tuple(lines))
 
 
@@ -393,7 +401,7 @@ def check_temperature(tau, *, decimals: int = DECIMALS) -> Verdict:
     score 4 instead of the scaled 2, dividing by d_k, the equation inverted, and the algebra of
     e/(e + 4) > 0.9.
     """
-    title = "temperature boundary"
+    title = say("temperature boundary")
     value, problem = read_number("tau", tau)
     if problem:
         return malformed(title, problem)
@@ -401,27 +409,35 @@ def check_temperature(tau, *, decimals: int = DECIMALS) -> Verdict:
     verdict = compare_number(value, target, decimals=decimals)
     if verdict.right:
         # the boundary itself, not the reader's rounding of it: at τ = 0.56 the weight is 0.8989
-        return right(title, f"correct: below τ = {target:.4f} head 1 puts more than 0.9 on its chosen token")
+        return right(
+            title, say("correct: below τ = {target:.4f} head 1 puts more than 0.9 on its chosen token", target=target)
+        )
     slips = [
-        (2 / math.log(9), "one other token? Row 2 of head 1 has four others, each e^0 = 1"),
-        (4 / math.log(36), "you used the raw score 4; the softmax sees the scaled score 4 / √d_k = 2"),
-        (1 / math.log(36), "you divided the score by d_k = 4; the scale is √d_k = 2"),
-        (math.log(36) / 2, "upside down: solve e^(2/τ) > 36 for τ, so τ < 2 / ln 36"),
-        (2 / math.log(3.6), "e/(e + 4) > 0.9 means e > 0.9·e + 3.6, i.e. 0.1·e > 3.6: e > 36, not 3.6"),
-        (2 / math.log(40), "e/(e + 4) > 0.9 means 0.1·e > 0.9·4 = 3.6, so e > 36 (not 4 / 0.1 = 40)"),
+        (2 / math.log(9), say("one other token? Row 2 of head 1 has four others, each e^0 = 1")),
+        (4 / math.log(36), say("you used the raw score 4; the softmax sees the scaled score 4 / √d_k = 2")),
+        (1 / math.log(36), say("you divided the score by d_k = 4; the scale is √d_k = 2")),
+        (math.log(36) / 2, say("upside down: solve e^(2/τ) > 36 for τ, so τ < 2 / ln 36")),
+        (2 / math.log(3.6), say("e/(e + 4) > 0.9 means e > 0.9·e + 3.6, i.e. 0.1·e > 3.6: e > 36, not 3.6")),
+        (2 / math.log(40), say("e/(e + 4) > 0.9 means 0.1·e > 0.9·4 = 3.6, so e > 36 (not 4 / 0.1 = 40)")),
     ]
     hint = named_slip(value, target, slips, decimals=decimals)
     if hint is not None:
         return wrong(title, "tau", hint)
     if verdict.status == "close":
         return close_verdict(title, "tau", verdict.message)
-    side = "sharper" if value < target else "flatter"
-    return wrong(
-        title,
-        "tau",
-        f"at τ = {value:g} head 1 is {side} than at the boundary: write the weight as "
-        "e^(2/τ) / (e^(2/τ) + 4), set it to 0.9 and solve for τ",
-    )
+    if value < target:
+        hint = say(
+            "at τ = {tau:g} head 1 is sharper than at the boundary: write the weight as "
+            "e^(2/τ) / (e^(2/τ) + 4), set it to 0.9 and solve for τ",
+            tau=value,
+        )
+    else:
+        hint = say(
+            "at τ = {tau:g} head 1 is flatter than at the boundary: write the weight as "
+            "e^(2/τ) / (e^(2/τ) + 4), set it to 0.9 and solve for τ",
+            tau=value,
+        )
+    return wrong(title, "tau", hint)
 
 
 def check_output_row(row: int, output, *, example: WorkedExample | None = None, decimals: int = DECIMALS) -> Verdict:
@@ -430,14 +446,16 @@ def check_output_row(row: int, output, *, example: WorkedExample | None = None, 
     Asked to 2 decimals, entry by entry, with the rule of :func:`check_row`.
     """
     ex = _example(example)
-    title = f"output row {row}"
+    title = say("output row {row}", row=row)
     if isinstance(row, bool) or not isinstance(row, numbers.Integral) or not 1 <= row <= len(ex.tokens):
-        return malformed(title, f"row must be a token number 1..{len(ex.tokens)} (as on the page), found {row!r}")
+        return malformed(
+            title, say("row must be a token number 1..{n} (as on the page), found {row!r}", n=len(ex.tokens), row=row)
+        )
     mine, problem = read_row("output", output, ex.d_model)
     if problem:
         return malformed(title, problem)
     t = int(row) - 1
-    title = f"output row {row} ({ex.tokens[t]})"
+    title = say("output row {row} ({token})", row=row, token=ex.tokens[t])
     h1, h2 = ex.head_outputs[0, t], ex.head_outputs[1, t]  # (Dh,) each
     labels = [f"o{c + 1}" for c in range(ex.d_model)]
     status, message = compare_row(mine, ex.output[t], labels, decimals)
@@ -447,10 +465,13 @@ def check_output_row(row: int, output, *, example: WorkedExample | None = None, 
         return close_verdict(title, "output", message)
     tol = 10.0**-decimals  # how near a slip must be to be recognised
     slips = [
-        (ex.concat[t], "this is the concatenation [head 1, head 2]; multiply it by W^O"),
-        (torch.cat([h1 - h2, h1 + h2]), "the halves are swapped: the first four outputs are head 1 + head 2"),
-        (torch.cat([h1 + h2, h2 - h1]), "sign: W^O's lower-right block is -I, so the last four are head 1 - head 2"),
-        (torch.cat([h1 + h2, h1 + h2]), "the last four columns of W^O hold I above -I: head 1 minus head 2"),
+        (ex.concat[t], say("this is the concatenation [head 1, head 2]; multiply it by W^O")),
+        (torch.cat([h1 - h2, h1 + h2]), say("the halves are swapped: the first four outputs are head 1 + head 2")),
+        (
+            torch.cat([h1 + h2, h2 - h1]),
+            say("sign: W^O's lower-right block is -I, so the last four are head 1 - head 2"),
+        ),
+        (torch.cat([h1 + h2, h1 + h2]), say("the last four columns of W^O hold I above -I: head 1 minus head 2")),
     ]
     for slip, hint in slips:
         if rows_close(mine, slip, tol):
@@ -458,42 +479,8 @@ def check_output_row(row: int, output, *, example: WorkedExample | None = None, 
     return wrong(
         title,
         "output",
-        f"entries {wrong_entries(mine, ex.output[t], labels, tol / 2)} are off: output feature c is "
-        "sum over r of concat[t, r] · W^O[r, c]",
-    )
-
-
-# --------------------------------------------------------------------------------------------
-# The explorer: pick dog's word type and the temperature
-# --------------------------------------------------------------------------------------------
-
-#: The word types the explorer can give token 5 ("dog"): its (det, noun, verb) features.
-DOG_TYPES = {"noun": (0.0, 1.0, 0.0), "verb": (0.0, 0.0, 1.0), "det": (1.0, 0.0, 0.0), "none": (0.0, 0.0, 0.0)}
-#: Controls of the chapter's explorer. Each opens on its first value, the page's own example
-#: (dog is a noun, temperature 1); the temperature slider then goes towards sharper weights.
-EXPLORER_CONTROLS = {"dog_type": list(DOG_TYPES), "temperature": [0.25, 0.5, 1]}
-#: The explorers open on the page's own example: dog a noun, temperature 1.
-EXPLORER_INITIAL = {"dog_type": "noun", "temperature": 1}
-
-
-def explorer_example(dog_type: str = "noun", temperature: float = 1.0) -> WorkedExample:
-    """The example with token 5 ("dog") given the word type ``dog_type`` and the given temperature."""
-    if dog_type not in DOG_TYPES:
-        raise ValueError(f"dog_type must be one of {list(DOG_TYPES)}, found {dog_type!r}")
-    return worked_example(edited_x(*DOG_TYPES[dog_type], token=5), temperature=temperature)
-
-
-def explorer_alt(dog_type: str = "noun", temperature: float = 1.0) -> str:
-    """Alt text of one explorer frame: where dog looks in each head."""
-    ex = explorer_example(dog_type, temperature)
-    parts = []
-    for h in range(ex.num_heads):
-        row = ex.weights[h, 4]
-        top = float(row.max())
-        where = " and ".join(f"{j + 1} ({ex.tokens[j]})" for j in range(len(row)) if top - float(row[j]) < 1e-9)
-        parts.append(f"head {h + 1}: dog's largest weight {top:.2f} on token {where}")
-    return (
-        f"Attention weights of both heads with dog of type {dog_type} and temperature {temperature:g}; "
-        + "; ".join(parts)
-        + "."
+        say(
+            "entries {entries} are off: output feature c is sum over r of concat[t, r] · W^O[r, c]",
+            entries=wrong_entries(mine, ex.output[t], labels, tol / 2),
+        ),
     )

@@ -15,14 +15,14 @@ import math
 
 import torch
 
-from ..checking.answers import compare_number
+from ..checking.answers import Message, compare_number, say
 
 
 def rows_close(a: torch.Tensor, b: torch.Tensor, tol: float) -> bool:
     return bool(torch.all((a - b).abs() <= tol))
 
 
-def compare_row(mine, expected, labels, decimals: int) -> tuple[str, str]:
+def compare_row(mine, expected, labels, decimals: int) -> tuple[str, Message]:
     """``("right" | "close" | "wrong", message)`` for a row, entry by entry, at ``decimals``.
 
     "close" when no entry is wrong and some are close (one decimal fewer, or one unit off):
@@ -30,12 +30,21 @@ def compare_row(mine, expected, labels, decimals: int) -> tuple[str, str]:
     """
     found = [compare_number(float(mine[j]), float(expected[j]), decimals=decimals) for j in range(len(expected))]
     if all(c.right for c in found):
-        return "right", "correct"
+        return "right", say("correct")
     if any(c.status == "wrong" for c in found):
-        return "wrong", ""
+        return "wrong", say("")
     near = [j for j, c in enumerate(found) if c.status == "close"]
     where = ", ".join(f"{j + 1} ({labels[j]})" for j in near)
-    return "close", f"close at entries {where}: {found[near[0]].message.removeprefix('close: ')}"
+    first = found[near[0]].message  # "close: give ..." or "close: the last digit ...", said without "close: "
+    if first.template.startswith("close: give "):
+        detail = say("give {words} (found {found:g}, the answer to {words} is …?)", **first.args)
+    else:
+        detail = say(
+            "the last digit is off by one (found {found:g}); keep every digit while you compute "
+            "and round to {words} only at the end",
+            **first.args,
+        )
+    return "close", say("close at entries {where}: {message}", where=where, message=detail)
 
 
 def wrong_entries(mine, expected, labels, tol) -> str:
@@ -43,51 +52,65 @@ def wrong_entries(mine, expected, labels, tol) -> str:
     return ", ".join(wrong)
 
 
-def diagnose_scores(mine, ex, h, r, tol) -> str:
+def diagnose_scores(mine, ex, h, r, tol) -> Message:
     if rows_close(mine, ex.scaled_scores[h, r], tol):
-        return "these are the *scaled* scores; the raw scores come before dividing by √d_k"
+        return say("these are the *scaled* scores; the raw scores come before dividing by √d_k")
     if rows_close(mine, ex.scores[h, :, r], tol):
-        return f"this is column {r + 1} (every query against key {r + 1}); a row is query {r + 1} against every key"
+        return say(
+            "this is column {col} (every query against key {key}); a row is query {query} against every key",
+            col=r + 1,
+            key=r + 1,
+            query=r + 1,
+        )
     if rows_close(mine, ex.scores[1 - h, r], tol):
-        return f"these are head {2 - h}'s scores: use head {h + 1}'s Q and K"
-    return f"recompute q_{r + 1} · k_j with head {h + 1}'s Q and K for the entries marked"
+        return say("these are head {other}'s scores: use head {head}'s Q and K", other=2 - h, head=h + 1)
+    return say("recompute q_{row} · k_j with head {head}'s Q and K for the entries marked", row=r + 1, head=h + 1)
 
 
-def diagnose_weights(mine, ex, h, r, tol, my_scores) -> str:
+def diagnose_weights(mine, ex, h, r, tol, my_scores) -> Message:
     total = float(mine.sum())
     if abs(total - 1.0) > tol:
-        return f"a row of weights must sum to 1, yours sums to {total:.3f}: divide each exp by the sum of all five"
+        return say(
+            "a row of weights must sum to 1, yours sums to {total:.3f}: divide each exp by the sum of all five",
+            total=total,
+        )
     scores = ex.scores[h, r]
     scale = math.sqrt(ex.head_dim) * ex.temperature
     if my_scores is not None and not rows_close(my_scores, scores, tol):
         if rows_close(mine, torch.softmax(my_scores / scale, dim=-1), tol):
-            return "your softmax is right, but it starts from your wrong scores: fix the scores first"
+            return say("your softmax is right, but it starts from your wrong scores: fix the scores first")
     if rows_close(mine, torch.softmax(scores, dim=-1), tol):
-        return "softmax of the raw scores: divide them by √d_k = 2 first"
+        return say("softmax of the raw scores: divide them by √d_k = 2 first")
     if ex.temperature != 1.0 and rows_close(mine, torch.softmax(scores / math.sqrt(ex.head_dim), dim=-1), tol):
-        return f"you left out the temperature: divide the scaled scores by {ex.temperature:g} as well"
+        return say("you left out the temperature: divide the scaled scores by {tau:g} as well", tau=ex.temperature)
     if rows_close(mine, torch.softmax(scores / (ex.head_dim * ex.temperature), dim=-1), tol):
-        return "you divided the scores by d_k = 4; the scale is √d_k = 2"
-    return "take exp of each scaled score, then divide by the row's sum of exps"
+        return say("you divided the scores by d_k = 4; the scale is √d_k = 2")
+    return say("take exp of each scaled score, then divide by the row's sum of exps")
 
 
-def diagnose_output(mine, ex, h, r, tol, my_weights) -> str:
+def diagnose_output(mine, ex, h, r, tol, my_weights) -> Message:
     if my_weights is not None and not rows_close(my_weights, ex.weights[h, r], tol):
         if rows_close(mine, my_weights @ ex.v[h], 2 * tol):
-            return "your weighted sum is right, but it uses your wrong weights: fix the weights first"
+            return say("your weighted sum is right, but it uses your wrong weights: fix the weights first")
     if rows_close(mine, ex.weights[h, :, r] @ ex.v[h], tol):
-        return f"you used column {r + 1} of the weights; the output of token {r + 1} uses row {r + 1}"
+        return say(
+            "you used column {col} of the weights; the output of token {token} uses row {row}",
+            col=r + 1,
+            token=r + 1,
+            row=r + 1,
+        )
     if rows_close(mine, ex.weights[h, r] @ ex.k[h], tol):
-        return "you averaged the keys K; the output is a weighted sum of the values V"
+        return say("you averaged the keys K; the output is a weighted sum of the values V")
     if rows_close(mine, ex.weights[h, r] @ ex.x[:, : ex.head_dim], tol):
-        return "you averaged (part of) X; the output is a weighted sum of the values V = X W_V"
+        return say("you averaged (part of) X; the output is a weighted sum of the values V = X W_V")
     decimals = round(-math.log10(tol))  # the precision the exercise asks (tol = 10^-decimals)
     rounded = torch.round(ex.weights[h, r], decimals=decimals)  # (T,)
     if not rows_close(ex.weights[h, r] @ ex.v[h], rounded @ ex.v[h], tol / 2) and rows_close(
         mine, rounded @ ex.v[h], tol / 2
     ):
-        return (
-            f"your sum uses the weights rounded to {decimals} decimals, and V's entries multiply that rounding: "
-            "keep the weights' full digits until the output, then round it"
+        return say(
+            "your sum uses the weights rounded to {decimals} decimals, and V's entries multiply that rounding: "
+            "keep the weights' full digits until the output, then round it",
+            decimals=decimals,
         )
-    return "sum over the five tokens: weight_j times row j of V"
+    return say("sum over the five tokens: weight_j times row j of V")

@@ -1,10 +1,12 @@
-"""The worked example's "change the example": the worked example on five words the reader picks.
+"""The worked example's two explorers: dog's word type and the temperature, and five words the reader picks.
 
-Each word comes from a small vocabulary with a word type (det, noun, verb). A sentence becomes
-the input X exactly as the chapter's own does (:func:`mha.chapters.worked_example.worked.canonical_x`): row t is
-[type of word t | one-hot position t], and the same hand-chosen weights then give every
-intermediate (:func:`mha.chapters.worked_example.worked.worked_example`). Head 1 still finds the previous token
-(it reads positions only); head 2 finds the words of the same type, so it is the one that changes.
+The first explorer gives token 5 ("dog") another word type and changes the temperature
+(:func:`explorer_example`). In the second, each word comes from a small vocabulary with a word type
+(det, noun, verb). A sentence becomes the input X exactly as the chapter's own does
+(:func:`mha.chapters.worked_example.worked.canonical_x`): row t is [type of word t | one-hot position t],
+and the same hand-chosen weights then give every intermediate
+(:func:`mha.chapters.worked_example.worked.worked_example`). Head 1 still finds the previous token (it
+reads positions only); head 2 finds the words of the same type, so it is the one that changes.
 """
 
 from __future__ import annotations
@@ -13,7 +15,43 @@ import dataclasses
 
 import torch
 
-from .worked import DTYPE, TOKENS, WorkedExample, canonical_x, worked_example
+from .worked import DTYPE, TOKENS, WorkedExample, canonical_x, edited_x, worked_example
+
+# --------------------------------------------------------------------------------------------
+# The explorer: pick dog's word type and the temperature
+# --------------------------------------------------------------------------------------------
+
+#: The word types the explorer can give token 5 ("dog"): its (det, noun, verb) features.
+DOG_TYPES = {"noun": (0.0, 1.0, 0.0), "verb": (0.0, 0.0, 1.0), "det": (1.0, 0.0, 0.0), "none": (0.0, 0.0, 0.0)}
+#: Controls of the chapter's explorer. Each opens on its first value, the page's own example
+#: (dog is a noun, temperature 1); the temperature slider then goes towards sharper weights.
+EXPLORER_CONTROLS = {"dog_type": list(DOG_TYPES), "temperature": [0.25, 0.5, 1]}
+#: The explorers open on the page's own example: dog a noun, temperature 1.
+EXPLORER_INITIAL = {"dog_type": "noun", "temperature": 1}
+
+
+def explorer_example(dog_type: str = "noun", temperature: float = 1.0) -> WorkedExample:
+    """The example with token 5 ("dog") given the word type ``dog_type`` and the given temperature."""
+    if dog_type not in DOG_TYPES:
+        raise ValueError(f"dog_type must be one of {list(DOG_TYPES)}, found {dog_type!r}")
+    return worked_example(edited_x(*DOG_TYPES[dog_type], token=5), temperature=temperature)
+
+
+def explorer_alt(dog_type: str = "noun", temperature: float = 1.0) -> str:
+    """Alt text of one explorer frame: where dog looks in each head."""
+    ex = explorer_example(dog_type, temperature)
+    parts = []
+    for h in range(ex.num_heads):
+        row = ex.weights[h, 4]
+        top = float(row.max())
+        where = " and ".join(f"{j + 1} ({ex.tokens[j]})" for j in range(len(row)) if top - float(row[j]) < 1e-9)
+        parts.append(f"head {h + 1}: dog's largest weight {top:.2f} on token {where}")
+    return (
+        f"Attention weights of both heads with dog of type {dog_type} and temperature {temperature:g}; "
+        + "; ".join(parts)
+        + "."
+    )
+
 
 #: The words the reader can use, with their word type.
 VOCABULARY = {
