@@ -33,7 +33,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 
@@ -166,6 +165,8 @@ def load_phone(app) -> dict[str, dict]:
 def phone_pictures(body: str, phones: dict[str, dict], folder: Path, outdir: Path) -> str:
     """``body`` with each figure that has a phone rendering in a ``<picture>`` that shows it on a
     phone (the rendering copied to ``outdir/_images/phone/``)."""
+    from mha_speed import write_once
+
     from mha.viz.phone import MEDIA
 
     def one(match: re.Match) -> str:
@@ -174,10 +175,7 @@ def phone_pictures(body: str, phones: dict[str, dict], folder: Path, outdir: Pat
             return match.group(0)
         target = outdir / PHONE / entry["file"]
         if not target.exists():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            temporary = target.with_suffix(f".{os.getpid()}.part")
-            temporary.write_bytes((folder / entry["file"]).read_bytes())
-            temporary.replace(target)
+            write_once(target, (folder / entry["file"]).read_bytes())
         width, height = entry["size"]
         source = f'<source media="{MEDIA}" srcset="{match.group("root")}{PHONE}/{entry["file"]}" '
         return f'<picture>{source}width="{width}" height="{height}" />{match.group(0)}</picture>'

@@ -72,18 +72,23 @@ def _relative_root(pagename: str) -> str:
     return "../" * pagename.count("/")
 
 
+def write_once(path: Path, data: bytes) -> None:
+    """Writes ``data`` to ``path`` unless it exists, through a temporary file renamed into place, so
+    that a build writing pages in parallel never leaves a half-written file."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".{os.getpid()}.part")
+        temporary.write_bytes(data)
+        temporary.replace(path)
+
+
 def frames_as_files(body: str, outdir: Path, root: str) -> str:
     """``body`` with each explorer frame's data URI replaced by a file of ``FRAMES`` (written once)."""
 
     def one(match: re.Match) -> str:
         data = base64.b64decode(match.group(2))
         name = f"{hashlib.sha256(data).hexdigest()[:20]}.{match.group(1)}"
-        path = outdir / FRAMES / name
-        if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_suffix(f".{os.getpid()}.part")
-            temporary.write_bytes(data)
-            temporary.replace(path)
+        write_once(outdir / FRAMES / name, data)
         return f"{root}{FRAMES}/{name}"
 
     return FRAME_URI.sub(one, body) if "data:image/" in body else body

@@ -26,7 +26,7 @@ import re
 
 from . import layout
 from .figure_i18n import draw_in_chinese, drawn_texts, plain_math, twins_folder, write_twin
-from .phone import png_size as phone_size
+from .phone import png_size
 
 #: The width of the book's text column at desktop size (1280 x 800), in CSS pixels, as measured in
 #: the built book: a figure output's image (``tests/browser/test_browser_figures.py`` checks it) ...
@@ -354,7 +354,7 @@ def figure_output(fig):
     data = print_figure(fig, "png", bbox_inches="tight", base64=True)
     if not data:  # a figure with nothing drawn: what the inline backend does
         return None
-    width = int.from_bytes(base64.b64decode(data[:32])[16:20], "big")  # the PNG's IHDR width
+    width = png_size(base64.b64decode(data[:32]))[0]
     if _NEXT_FINDING and not getattr(fig, FINDING, None):
         finding(fig, _NEXT_FINDING.pop())
     description = figure_description(fig)
@@ -365,8 +365,7 @@ def figure_output(fig):
     }
     if twins_folder() is not None:  # executing the book: the Chinese edition's twin (mha.viz.figure_i18n)
         twin, pairs = draw_in_chinese(fig, lambda f: print_figure(f, "png", bbox_inches="tight"))
-        size = (int.from_bytes(twin[16:20], "big"), int.from_bytes(twin[20:24], "big"))
-        write_twin("figures", base64.b64decode(data), twin, "png", pairs, size)
+        write_twin("figures", base64.b64decode(data), twin, "png", pairs, png_size(twin))
         _write_phone_renderings(fig, base64.b64decode(data), width, metadata[META]["text_pt"])
     return data, metadata
 
@@ -388,6 +387,6 @@ def _write_phone_renderings(fig, english: bytes, width: int, text_pt: float) -> 
         return
     for language in ("en", "zh_CN"):
         image, overlaps, how = found[language]
-        sidecar = {"size": list(phone_size(image)), "how": how, "overlaps": overlaps}
+        sidecar = {"size": list(png_size(image)), "how": how, "overlaps": overlaps}
         sidecar["desktop_overlaps"] = desktop[language]
         write_rendering(twins_folder().parent / language / "phone", english, image, sidecar)

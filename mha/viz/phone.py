@@ -97,20 +97,18 @@ def resized(fig, share: float, height_share: float = 1.0):
     width, height = fig.get_size_inches()
     params = {name: getattr(fig.subplotpars, name) for name in ("left", "right", "bottom", "top", "wspace", "hspace")}
     positions = [(ax, ax.get_position(original=True), ax.get_position()) for ax in fig.axes]
-    texts = [(t, t.get_text()) for t, _ in _titles(fig)]
-    fig.set_size_inches(width * share, height * height_share, forward=False)
-    _wrap_titles(fig, width * share * fig.dpi - 4)
-    _relayout(fig)
-    try:
-        yield fig
-    finally:
-        fig.set_size_inches(width, height, forward=False)
-        fig.subplots_adjust(**params)
-        for ax, original, active in positions:
-            ax.set_position(original, which="original")
-            ax.set_position(active, which="active")
-        for text, words in texts:
-            _unwrap(text, words)
+    with _texts_kept([text for text, _ in _titles(fig)]):
+        fig.set_size_inches(width * share, height * height_share, forward=False)
+        _wrap_titles(fig, width * share * fig.dpi - 4)
+        _relayout(fig)
+        try:
+            yield fig
+        finally:
+            fig.set_size_inches(width, height, forward=False)
+            fig.subplots_adjust(**params)
+            for ax, original, active in positions:
+                ax.set_position(original, which="original")
+                ax.set_position(active, which="active")
 
 
 def png_size(png: bytes) -> tuple[int, int]:
@@ -201,6 +199,21 @@ def _unwrap(title, text: str) -> None:
         del title._mha_lines
 
 
+@contextmanager
+def _texts_kept(texts: list):
+    """Each of ``texts`` back as it was on leaving: its words (unwrapped), position, alignment and
+    visibility, whatever a phone's layout did to it meanwhile."""
+    kept = [(text, text.get_text(), text.get_position(), text.get_va(), text.get_visible()) for text in texts]
+    try:
+        yield
+    finally:
+        for text, words, position, va, visible in kept:
+            _unwrap(text, words)
+            text.set_position(position)
+            text.set_va(va)
+            text.set_visible(visible)
+
+
 def restacked(fig, groups: list[list], target_px: int, draw_crop) -> tuple[bytes, int]:
     """One PNG of ``fig``'s cells (:func:`cells`) stacked one under another, each drawn exactly as the
     figure lays it out (nothing moves, so nothing crowds), consecutive cells of a row side by side where
@@ -214,32 +227,27 @@ def restacked(fig, groups: list[list], target_px: int, draw_crop) -> tuple[bytes
 
     everything = [artist for cell in groups for artist in cell]
     title = fig._suptitle if getattr(fig, "_suptitle", None) is not None and fig._suptitle.get_visible() else None
-    kept = (title.get_text(), title.get_position(), title.get_va()) if title is not None else None
     runs, overlaps, images = _runs(fig, groups, target_px), 0, []
-    try:
-        for n, run in enumerate(runs):
-            shown = {id(a) for a in run}
+    with _texts_kept([title] if title is not None else []):
+        try:
+            for n, run in enumerate(runs):
+                shown = {id(a) for a in run}
+                for artist in everything:
+                    artist.set_visible(id(artist) in shown)
+                if title is not None:
+                    title.set_visible(n == 0)
+                    if n == 0:  # over the first crop's panels
+                        boxes = [a.get_tightbbox(fig.canvas.get_renderer()) for a in run]
+                        middle = (min(b.x0 for b in boxes) + max(b.x1 for b in boxes)) / 2
+                        title.set_x(middle / fig.bbox.width)
+                        title.set_y((max(b.y1 for b in boxes) + 4) / fig.bbox.height)
+                        title.set_va("bottom")  # its lines grow upwards, clear of the panels
+                        _wrap(title, target_px - 4)
+                images.append(Image.open(io.BytesIO(draw_crop(fig))).convert("RGBA"))
+                overlaps += len(layout.overlapping_texts(fig))
+        finally:
             for artist in everything:
-                artist.set_visible(id(artist) in shown)
-            if title is not None:
-                title.set_visible(n == 0)
-                if n == 0:  # over the first crop's panels
-                    boxes = [a.get_tightbbox(fig.canvas.get_renderer()) for a in run]
-                    middle = (min(b.x0 for b in boxes) + max(b.x1 for b in boxes)) / 2
-                    title.set_x(middle / fig.bbox.width)
-                    title.set_y((max(b.y1 for b in boxes) + 4) / fig.bbox.height)
-                    title.set_va("bottom")  # its lines grow upwards, clear of the panels
-                    _wrap(title, target_px - 4)
-            images.append(Image.open(io.BytesIO(draw_crop(fig))).convert("RGBA"))
-            overlaps += len(layout.overlapping_texts(fig))
-    finally:
-        for artist in everything:
-            artist.set_visible(True)
-        if title is not None:
-            title.set_visible(True)
-            _unwrap(title, kept[0])
-            title.set_position(kept[1])
-            title.set_va(kept[2])
+                artist.set_visible(True)
     gap = round(0.12 * fig.dpi)
     width, height = max(i.width for i in images), sum(i.height for i in images) + gap * (len(images) - 1)
     sheet = Image.new("RGBA", (width, height), images[0].getpixel((0, 0)))
